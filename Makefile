@@ -1,0 +1,33 @@
+# The two entry points of the README: `make demo` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-fast install clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	rm -rf demo
+	$(BIN)/sequifier make demo --demo
+	cd demo && ../$(BIN)/sequifier preprocess --config-path configs/preprocess.yaml
+	cd demo && ../$(BIN)/sequifier train --config-path configs/train.yaml
+	cd demo && ../$(BIN)/sequifier infer --config-path configs/infer.yaml
+	$(BIN)/python -m sequifier.project.demo_report demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q
+
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) demo outputs multirun

@@ -1,0 +1,1 @@
+"""Hydra config groups shipped with sequifier, reachable as pkg://sequifier.conf."""

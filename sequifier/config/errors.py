@@ -1,0 +1,27 @@
+"""User-facing errors: one line naming where the problem is, exit code 2."""
+
+from __future__ import annotations
+
+import difflib
+from typing import Iterable
+
+
+class UserError(Exception):
+    """A problem the user can fix in a config file, a data file or a flag.
+
+    `where` is a config path (`global_training.batch_size`), a file path or a
+    column name; `problem` says what is wrong and what is allowed.
+    """
+
+    exit_code = 2
+
+    def __init__(self, where: str, problem: str):
+        self.where = where
+        self.problem = problem
+        super().__init__(f"{where}: {problem}")
+
+
+def did_you_mean(name: str, candidates: Iterable[str]) -> str:
+    """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""
+    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{matches[0]}'?)" if matches else ""

@@ -1,0 +1,51 @@
+"""Reading YAML config files into plain data, with one-line errors naming the file."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import yaml
+from omegaconf import DictConfig, OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from sequifier.config.errors import UserError
+
+
+def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
+    """The top-level mapping of a YAML file, with interpolations resolved unless `resolve` is false.
+
+    Train configs keep theirs for Hydra, which resolves them after composition.
+
+    UserError naming the file for a missing file, bad YAML, a non-mapping or an unresolvable interpolation.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(str(path), "config file not found")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(str(path), "cannot read the config file: " + " ".join(str(error).split())) from None
+    try:
+        data = OmegaConf.load(io.StringIO(text))
+    except yaml.YAMLError as error:
+        raise UserError(str(path), _yaml_syntax_problem(error)) from None
+    except OSError:  # OmegaConf's answer to a top-level scalar
+        data = None
+    except OmegaConfBaseException as error:
+        raise UserError(str(path), "is not valid YAML: " + " ".join(str(error).split())) from None
+    if not isinstance(data, DictConfig):
+        raise UserError(str(path), "must contain a mapping of fields at the top level")
+    try:
+        return OmegaConf.to_container(data, resolve=resolve)
+    except OmegaConfBaseException as error:
+        raise UserError(str(path), "cannot resolve interpolation: " + " ".join(str(error).split())) from None
+
+
+def _yaml_syntax_problem(error: yaml.YAMLError) -> str:
+    """'YAML syntax error at line L, column C: problem', counting from 1 as editors do."""
+    mark = getattr(error, "problem_mark", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "an unknown line"
+    problem = getattr(error, "problem", None) or " ".join(str(error).split())
+    return f"YAML syntax error at {where}: {problem}"

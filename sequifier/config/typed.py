@@ -1,0 +1,178 @@
+"""Builds frozen config dataclasses from plain YAML data, collecting every problem with its path."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import types
+import typing
+from typing import Any, Mapping, Union
+
+from sequifier.config.errors import UserError, did_you_mean
+
+REQUIRED = dataclasses.MISSING
+
+
+def option(default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str] | None = None) -> Any:
+    """A config field with its one-line doc, allowed values and accepted aliases.
+
+    Aliases map a spelling that established releases use onto the canonical one.
+    """
+    metadata = {"doc": doc, "choices": tuple(choices), "aliases": dict(aliases or {})}
+    if isinstance(default, (list, dict)):
+        raise TypeError("use a tuple or None as a default, never a mutable container")
+    if default is REQUIRED:
+        return dataclasses.field(metadata=metadata)
+    return dataclasses.field(default=default, metadata=metadata)
+
+
+def nested(cls: type, doc: str = "") -> Any:
+    """A field holding a nested config section built from its own defaults."""
+    return dataclasses.field(default_factory=cls, metadata={"doc": doc, "choices": (), "aliases": {}})
+
+
+class ProblemList:
+    """Collects problems so that one run reports all of them together."""
+
+    def __init__(self) -> None:
+        self.problems: list[UserError] = []
+
+    def add(self, where: str, problem: str) -> None:
+        self.problems.append(UserError(where, problem))
+
+    def raise_if_any(self) -> None:
+        if len(self.problems) == 1:
+            raise self.problems[0]
+        if self.problems:
+            raise ConfigProblems(self.problems)
+
+
+class ConfigProblems(UserError):
+    """Several config problems reported at once, one per line."""
+
+    def __init__(self, problems: list[UserError]):
+        self.problems = problems
+        first = problems[0]
+        super().__init__(first.where, first.problem)
+        self.args = ("\n".join(str(p) for p in problems),)
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)
+
+
+def build(cls: type, data: Any, path: str, problems: ProblemList) -> Any:
+    """Build dataclass `cls` from `data`; None when `data` is unusable (problems recorded)."""
+    if not isinstance(data, Mapping):
+        problems.add(path or "<top level>", f"expected a mapping of fields, got {_show(data)}")
+        return None
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for key in data:
+        if key not in fields:
+            problems.add(_join(path, str(key)), "unknown field" + did_you_mean(str(key), fields))
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        where = _join(path, name)
+        if name not in data:
+            if f.default is REQUIRED and f.default_factory is REQUIRED:  # type: ignore[misc]
+                problems.add(where, "required field is missing")
+            continue
+        value = _convert(hints[name], data[name], where, problems, f.metadata)
+        if value is not _INVALID:
+            values[name] = value
+    try:
+        return cls(**values)
+    except TypeError:
+        return None
+
+
+_INVALID = object()
+
+
+def _convert(hint: Any, value: Any, where: str, problems: ProblemList, metadata: Mapping) -> Any:
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (Union, types.UnionType):
+        if value is None and type(None) in args:
+            return None
+        non_null = [a for a in args if a is not type(None)]
+        if len(non_null) == 1:
+            return _convert(non_null[0], value, where, problems, metadata)
+        for candidate in non_null:
+            trial = ProblemList()
+            converted = _convert(candidate, value, where, trial, metadata)
+            if not trial.problems:
+                return converted
+        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}")
+        return _INVALID
+    if hint is Any:
+        return value
+    if dataclasses.is_dataclass(hint):
+        built = build(hint, value, where, problems)
+        return _INVALID if built is None else built
+    if origin is tuple:
+        if not isinstance(value, (list, tuple)):
+            problems.add(where, f"expected a list, got {_show(value)}")
+            return _INVALID
+        items = [_convert(args[0], v, f"{where}[{i}]", problems, {}) for i, v in enumerate(value)]
+        return _INVALID if any(i is _INVALID for i in items) else tuple(items)
+    if origin is dict:
+        if not isinstance(value, Mapping):
+            problems.add(where, f"expected a mapping, got {_show(value)}")
+            return _INVALID
+        out = {}
+        for key, item in value.items():
+            converted = _convert(args[1], item, _join(where, str(key)), problems, {})
+            if converted is not _INVALID:
+                out[str(key)] = converted
+        return out
+    return _convert_scalar(hint, value, where, problems, metadata)
+
+
+def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, metadata: Mapping) -> Any:
+    ok = False
+    if hint is bool:
+        ok = isinstance(value, bool)
+    elif hint is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+    elif hint is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+        value = float(value) if ok else value
+    elif hint is str:
+        ok = isinstance(value, str)
+    if not ok:
+        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}")
+        return _INVALID
+    aliases = metadata.get("aliases", {})
+    value = aliases.get(value, value)
+    choices = metadata.get("choices", ())
+    if choices and value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        problems.add(where, f"{_show(value)} is not allowed; choose one of {allowed}" + did_you_mean(str(value), map(str, choices)))
+        return _INVALID
+    return value
+
+
+def _describe(hint: Any) -> str:
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    if hint in names:
+        return names[hint]
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    if args and typing.get_origin(hint) in (Union, types.UnionType):
+        return " or ".join(_describe(a) for a in args)
+    return getattr(hint, "__name__", str(hint))
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "a mapping"
+    if isinstance(value, (list, tuple)):
+        return "a list"
+    if value is None:
+        return "null"
+    return repr(value)
+
+
+def _join(path: str, name: str) -> str:
+    return f"{path}.{name}" if path else name
+

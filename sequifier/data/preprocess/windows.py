@@ -1,0 +1,62 @@
+"""Window construction: cut each sequence's split part into fixed-length, left-padded stored windows."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sequifier.data.stored import StoredWindows
+
+
+def window_offsets(
+    part_lengths: np.ndarray, window_length: int, stride: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(part index, index within part, first slot's offset from the part start) of every window.
+
+    A part of L > W items gets n = ceil((L - W) / stride) + 1 windows whose starts are
+    spread evenly from 0 to L - W: start_j = floor(j * (L - W) / (n - 1)), so
+    consecutive starts are at most `stride` apart and the last window ends at the
+    part end. A part of L <= W items gets one window, left-padded (offset L - W <= 0).
+    """
+    lengths = part_lengths.astype(np.int64)
+    overhang = np.maximum(lengths - window_length, 0)
+    counts = np.where(lengths > 0, -(-overhang // stride) + 1, 0)
+    part_index = np.repeat(np.arange(lengths.shape[0]), counts)
+    first_window = np.cumsum(counts) - counts
+    window_index = np.arange(part_index.shape[0], dtype=np.int64) - first_window[part_index]
+    gaps = np.maximum(counts[part_index] - 1, 1)
+    spread = window_index * overhang[part_index] // gaps
+    offsets = np.where(lengths[part_index] > window_length, spread, lengths[part_index] - window_length)
+    return part_index, window_index, offsets
+
+
+def build_split_windows(
+    values: dict[str, np.ndarray],
+    sequence_ids: np.ndarray,
+    item_positions: np.ndarray,
+    part_starts: np.ndarray,
+    part_lengths: np.ndarray,
+    window_length: int,
+    stride: int,
+) -> StoredWindows:
+    """Windows of one split from per-row encoded `values`; parts are (start row, length) per sequence.
+
+    Windows only hold items of their own part; padding slots hold 0.
+    """
+    part_index, window_index, offsets = window_offsets(part_lengths, window_length, stride)
+    starts = part_starts[part_index]
+    lengths = part_lengths[part_index]
+    rows = (starts + offsets)[:, None] + np.arange(window_length, dtype=np.int64)[None, :]
+    is_item = rows >= starts[:, None]
+    safe_rows = np.where(is_item, rows, starts[:, None])
+    left_pad = np.maximum(-offsets, 0)
+    first_item_rows = starts + np.maximum(offsets, 0)
+    columns = {name: np.where(is_item, column[safe_rows], 0).astype(column.dtype) for name, column in values.items()}
+    return StoredWindows(
+        columns=columns,
+        sequence_ids=sequence_ids[starts].astype(np.int64),
+        subsequence_ids=window_index,
+        start_item_positions=item_positions[first_item_rows] - left_pad,
+        left_pad_lengths=left_pad,
+        split_start_item_positions=item_positions[starts].astype(np.int64),
+        split_end_item_positions=item_positions[starts + lengths - 1].astype(np.int64) + 1,
+    )

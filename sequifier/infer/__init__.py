@@ -1,0 +1,1 @@
+"""`sequifier infer`: run exported models over preprocessed windows and write decoded predictions."""

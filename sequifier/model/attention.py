@@ -1,0 +1,57 @@
+"""Self-attention with multi-head, multi-query and grouped-query layouts over scaled_dot_product_attention."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sequifier.model.positions import RotaryEmbedding
+
+
+def attention_mask(left_pad_lengths: Tensor | None, length: int) -> Tensor | None:
+    """Causal mask that also hides left padding: bool [batch, 1, time, time], True = may attend.
+
+    None when nothing is padded: attention then uses the built-in causal kernel.
+    A padded query attends to itself only, so no row is empty.
+    """
+    if left_pad_lengths is None:
+        return None
+    slots = torch.arange(length, device=left_pad_lengths.device)
+    key_valid = slots[None, :] >= left_pad_lengths[:, None]
+    causal = slots[:, None] >= slots[None, :]
+    own_slot = slots[:, None] == slots[None, :]
+    return ((causal[None] & key_valid[:, None, :]) | own_slot[None])[:, None]
+
+
+class SelfAttention(nn.Module):
+    """Projects to queries, keys and values in one matmul; kv heads are shared by query groups."""
+
+    def __init__(self, dim: int, n_heads: int, n_kv_heads: int, output_projection: bool, dropout: float, rotary: RotaryEmbedding | None):
+        super().__init__()
+        self.n_heads = n_heads
+        self.n_kv_heads = n_kv_heads
+        self.head_dim = dim // n_heads
+        self.dropout = dropout
+        self.rotary = rotary
+        self.qkv = nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim)
+        self.output = nn.Linear(dim, dim) if output_projection else nn.Identity()
+
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        batch, length, _ = x.shape
+        q_width = self.n_heads * self.head_dim
+        kv_width = self.n_kv_heads * self.head_dim
+        q, k, v = self.qkv(x).split((q_width, kv_width, kv_width), dim=-1)
+        q = q.view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
+        k = k.view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = v.view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        if self.rotary is not None:
+            q, k = self.rotary(q), self.rotary(k)
+        if self.n_kv_heads != self.n_heads:
+            groups = self.n_heads // self.n_kv_heads
+            k = k.repeat_interleave(groups, dim=1)
+            v = v.repeat_interleave(groups, dim=1)
+        attended = F.scaled_dot_product_attention(
+            q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0
+        )
+        return self.output(attended.transpose(1, 2).reshape(batch, length, q_width))

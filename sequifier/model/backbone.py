@@ -1,0 +1,37 @@
+"""The shared transformer backbone: positions, a stack of layers and a final normalization."""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+
+from sequifier.config.schema import ArchitectureConfig
+from sequifier.model.attention import attention_mask
+from sequifier.model.layers import TransformerLayer, make_norm
+from sequifier.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+
+
+class Backbone(nn.Module):
+    """Maps [batch, time, dim_model] inputs to causally contextualized states of the same shape."""
+
+    def __init__(self, architecture: ArchitectureConfig, max_length: int):
+        super().__init__()
+        dim = architecture.dim_model
+        encoding = architecture.position_encoding
+        rotary = None
+        self.position: nn.Module = nn.Identity()
+        if encoding.type == "rope":
+            rotary = RotaryEmbedding(dim // architecture.attention.n_heads, max_length, encoding.theta)
+        elif encoding.type == "learned":
+            self.position = LearnedPositions(dim, max_length)
+        else:
+            self.position = SinusoidalPositions(dim, max_length)
+        self.input_dropout = nn.Dropout(architecture.dropout)
+        self.layers = nn.ModuleList(TransformerLayer(architecture, rotary) for _ in range(architecture.num_layers))
+        self.final_norm = make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
+
+    def forward(self, x: Tensor, left_pad_lengths: Tensor | None) -> Tensor:
+        mask = attention_mask(left_pad_lengths, x.shape[1])
+        x = self.input_dropout(self.position(x))
+        for layer in self.layers:
+            x = layer(x, mask)
+        return self.final_norm(x)

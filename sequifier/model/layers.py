@@ -1,0 +1,71 @@
+"""Transformer building blocks: normalization, feed-forward and the residual layer."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from sequifier.config.schema import ArchitectureConfig
+from sequifier.model.attention import SelfAttention
+from sequifier.model.positions import RotaryEmbedding
+
+
+class RMSNorm(nn.Module):
+    """Scales each vector by the inverse of its root mean square."""
+
+    def __init__(self, dim: int, eps: float = 1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + self.eps) * self.weight
+
+
+def make_norm(kind: str, dim: int) -> nn.Module:
+    return RMSNorm(dim) if kind == "rmsnorm" else nn.LayerNorm(dim)
+
+
+GATED = {"swiglu": F.silu, "geglu": F.gelu}
+PLAIN = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu}
+
+
+class FeedForward(nn.Module):
+    """Position-wise MLP; gated activations use one fused input projection for gate and value."""
+
+    def __init__(self, dim: int, hidden: int, activation: str):
+        super().__init__()
+        self.gated = activation in GATED
+        self.activation = GATED.get(activation) or PLAIN[activation]
+        self.up = nn.Linear(dim, 2 * hidden if self.gated else hidden)
+        self.down = nn.Linear(hidden, dim)
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.gated:
+            gate, value = self.up(x).chunk(2, dim=-1)
+            return self.down(self.activation(gate) * value)
+        return self.down(self.activation(self.up(x)))
+
+
+class TransformerLayer(nn.Module):
+    """Attention and feed-forward, each in a residual branch, pre- or post-normalized."""
+
+    def __init__(self, architecture: ArchitectureConfig, rotary: RotaryEmbedding | None):
+        super().__init__()
+        dim = architecture.dim_model
+        attention = architecture.attention
+        n_kv_heads = attention.n_kv_heads or (1 if attention.type == "mqa" else attention.n_heads)
+        self.norm_first = architecture.normalization.norm_first
+        self.attention = SelfAttention(dim, attention.n_heads, n_kv_heads, attention.output_projection, architecture.dropout, rotary)
+        self.feed_forward = FeedForward(dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation)
+        self.attention_norm = make_norm(architecture.normalization.type, dim)
+        self.feed_forward_norm = make_norm(architecture.normalization.type, dim)
+        self.dropout = nn.Dropout(architecture.dropout)
+
+    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+        if self.norm_first:
+            x = x + self.dropout(self.attention(self.attention_norm(x), mask))
+            return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
+        x = self.attention_norm(x + self.dropout(self.attention(x, mask)))
+        return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))

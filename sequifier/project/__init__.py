@@ -1,0 +1,1 @@
+"""Project scaffolding (`sequifier make`) and the synthetic demo data set."""

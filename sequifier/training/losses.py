@@ -1,0 +1,67 @@
+"""Per-target losses over counted targets, their weighted aggregate, and persistence baselines."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from sequifier.config.resolve import ColumnSpec
+
+ELEMENTWISE = {
+    "CrossEntropyLoss": lambda out, target: F.cross_entropy(out, target, reduction="none"),
+    "MSELoss": lambda out, target: F.mse_loss(out, target, reduction="none"),
+    "L1Loss": lambda out, target: F.l1_loss(out, target, reduction="none"),
+    "HuberLoss": lambda out, target: F.huber_loss(out, target, reduction="none"),
+}
+
+
+class TargetLosses:
+    """Sums and counts of each target's loss over the targets that count (valid and predictable)."""
+
+    def __init__(self, targets: list[ColumnSpec], criteria: dict[str, str], weights: dict[str, float], class_ids: dict[str, Tensor]):
+        self.targets = targets
+        self.criteria = criteria
+        self.weights = {t.name: weights.get(t.name, 1.0) for t in targets}
+        self.output_index = {}
+        for target in targets:
+            if target.kind == "categorical":
+                lookup = torch.full((target.n_classes,), -1, dtype=torch.int64)
+                lookup[class_ids[target.name]] = torch.arange(len(class_ids[target.name]))
+                self.output_index[target.name] = lookup
+
+    def counted(self, name: str, target: Tensor, valid: Tensor) -> tuple[Tensor, Tensor]:
+        """Target values as the loss needs them and the mask of targets that count."""
+        if name in self.output_index:
+            index = self.output_index[name].to(target.device)[target.clamp(min=0)]
+            return index, valid & (index >= 0)
+        return target, valid
+
+    def sums(self, outputs: dict[str, Tensor], targets: dict[str, Tensor], valid: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
+        """Per target: (sum of losses, number of counted targets)."""
+        result = {}
+        for target in self.targets:
+            values, mask = self.counted(target.name, targets[target.name], valid)
+            out = outputs[target.name][mask]
+            losses = ELEMENTWISE[self.criteria[target.name]](out, values[mask])
+            result[target.name] = (losses.sum(), mask.sum())
+        return result
+
+    def aggregate(self, means: dict[str, Tensor | float]) -> Tensor | float:
+        """The weighted sum of per-target mean losses: what is optimized and reported."""
+        return sum(self.weights[name] * value for name, value in means.items())
+
+
+def persistence_loss_categorical(repeats: int, total: int, n_predictable: int) -> float:
+    """Cross-entropy of the calibrated persistence forecast.
+
+    It gives the last observed value the probability p that values repeat (fitted on the
+    same targets) and spreads 1-p evenly over the other predictable classes.
+    """
+    if total == 0:
+        return float("nan")
+    p = min(max(repeats / total, 1e-6), 1 - 1e-6)
+    others = max(n_predictable - 1, 1)
+    return -(repeats * math.log(p) + (total - repeats) * math.log((1 - p) / others)) / total

@@ -1,0 +1,44 @@
+"""Run logging: the text log and the training/validation metric CSVs in logs/<model>/."""
+
+from __future__ import annotations
+
+import csv
+import logging
+from pathlib import Path
+
+METRIC_FIELDS = ["run_id", "phase", "dataset", "part", "epoch", "global_step", "target", "metric", "value", "learning_rate", "samples_per_second"]
+
+logger = logging.getLogger("sequifier")
+
+
+def attach_log_file(logs_dir: Path, model_name: str) -> logging.Handler:
+    """Send the sequifier logger to logs/<model>/<model>.log as well (and to the console)."""
+    logs_dir.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(logs_dir / f"{model_name}.log", mode="a")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
+    return handler
+
+
+class MetricsFile:
+    """Appends long-format metric rows (one value per row) to a CSV file, flushing each row."""
+
+    def __init__(self, path: Path, run_id: str):
+        self.path = path
+        self.run_id = run_id
+        new = not path.exists()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = path.open("a", newline="")
+        self._writer = csv.DictWriter(self._file, fieldnames=METRIC_FIELDS)
+        if new:
+            self._writer.writeheader()
+
+    def write(self, **row: object) -> None:
+        self._writer.writerow({"run_id": self.run_id, **row})
+        self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()

@@ -1,0 +1,67 @@
+"""Bad input gives one line naming the file or key, exit code 2 and no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conftest import run_sequifier, tiny_train_config, write_yaml
+
+
+def _unknown_top_level(project: Path) -> list[str]:
+    config = tiny_train_config()
+    config["sed"] = 3
+    write_yaml(project / "configs" / "train.yaml", config)
+    return ["train"]
+
+
+def _yaml_syntax(project: Path) -> list[str]:
+    (project / "configs" / "train.yaml").write_text("model_name: x\nglobal_training: [1, 2\n")
+    return ["train"]
+
+
+def _missing_file(project: Path) -> list[str]:
+    return ["train", "--config-path", "configs/nothing.yaml"]
+
+
+def _bad_override_type(project: Path) -> list[str]:
+    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
+    return ["train", "global_training.batch_size=abc"]
+
+
+def _misspelled_override(project: Path) -> list[str]:
+    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
+    return ["train", "global_training.batchsize=8"]
+
+
+def _missing_preprocess_config(project: Path) -> list[str]:
+    return ["preprocess", "--config-path", "configs/absent.yaml"]
+
+
+def _missing_infer_model(project: Path) -> list[str]:
+    write_yaml(project / "configs" / "infer.yaml", {"model_path": "models/none.onnx", "data_path": "data/events-split2.parquet"})
+    return ["infer"]
+
+
+CASES = [
+    (_unknown_top_level, ["sed", "did you mean 'seed'"]),
+    (_yaml_syntax, ["train.yaml", "line 3"]),
+    (_missing_file, ["configs/nothing.yaml", "not found"]),
+    (_bad_override_type, ["global_training.batch_size", "'abc'"]),
+    (_misspelled_override, ["global_training.batchsize"]),
+    (_missing_preprocess_config, ["configs/absent.yaml"]),
+    (_missing_infer_model, ["models/none.onnx", "does not exist"]),
+]
+
+
+@pytest.mark.parametrize("make_case, fragments", CASES, ids=[c[0].__name__.strip("_") for c in CASES])
+def test_bad_input_is_one_clear_line(reference_project: Path, make_case, fragments):
+    result = run_sequifier(make_case(reference_project), reference_project)
+    assert result.returncode == 2, result.stderr
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0]
+    assert not (reference_project / "models").exists()

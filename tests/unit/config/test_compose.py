@@ -1,0 +1,53 @@
+"""Hydra composition of a config FILE with overrides and shipped presets."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import run_sequifier, tiny_train_config, write_yaml
+from sequifier.config.compose import canonical_config, compose_config, parse_overrides
+from sequifier.config.errors import UserError
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    return write_yaml(tmp_path / "configs" / "train.yaml", tiny_train_config())
+
+
+def test_overrides_win_over_the_file_and_schema_defaults_fill_the_rest(config_file: Path):
+    data = compose_config(config_file, ["global_training.batch_size=5", "global_training.accumulation_steps=3"])
+    config = canonical_config(data)
+    assert config.global_training.batch_size == 5
+    assert config.global_training.accumulation_steps == 3
+    assert config.global_training.context_length == 8
+
+
+def test_a_shipped_preset_replaces_the_backbone(config_file: Path):
+    config = canonical_config(compose_config(config_file, ["model/backbone=base"]))
+    assert config.model.backbone.architecture.dim_model == 128
+    assert config.model.backbone.architecture.num_layers == 6
+
+
+def test_unknown_preset_is_a_user_error(config_file: Path):
+    with pytest.raises(UserError, match="model/backbone/huge"):
+        compose_config(config_file, ["model/backbone=huge"])
+
+
+def test_sweep_overrides_expand_to_every_combination():
+    parsed = parse_overrides(["a=1,2", "b=x,y", "c=3"])
+    assert parsed.swept_keys == ["a", "b"]
+    assert len(parsed.combinations) == 4
+    assert ["a=1", "b=y", "c=3"] in parsed.combinations
+
+
+def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    result = run_sequifier(["train", "--cfg", "job"], reference_project)
+    assert result.returncode == 0, result.stderr
+    printed = yaml.safe_load(result.stdout)
+    assert "default" in printed["model"]["interfaces"]
+    assert printed["dataset_training"]["default"]["parts"]["default"]["metadata_config_path"] == "configs/metadata_configs/events.json"
+    assert printed["training_plan"]["phases"][0]["name"] == "train"

@@ -1,0 +1,60 @@
+"""read_yaml_mapping: plain data from a YAML file, or one UserError naming the file."""
+
+from __future__ import annotations
+
+import pytest
+
+from sequifier.config.errors import UserError
+from sequifier.config.files import read_yaml_mapping
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "config.yaml"
+    path.write_text(text)
+    return path
+
+
+def problem_of(path) -> str:
+    with pytest.raises(UserError) as error:
+        read_yaml_mapping(path)
+    assert error.value.where == str(path)
+    return error.value.problem
+
+
+def test_reads_mapping_and_resolves_interpolations(tmp_path):
+    path = write(tmp_path, "a: 1\nb:\n  c: [x, y]\n  d: ${a}\nlr: 1e-4\n")
+    assert read_yaml_mapping(path) == {"a": 1, "b": {"c": ["x", "y"], "d": 1}, "lr": 1e-4}
+
+
+def test_empty_file_is_an_empty_mapping(tmp_path):
+    assert read_yaml_mapping(write(tmp_path, "")) == {}
+
+
+def test_missing_file(tmp_path):
+    assert "not found" in problem_of(tmp_path / "absent.yaml")
+
+
+def test_folder_is_not_a_config_file(tmp_path):
+    assert "not found" in problem_of(tmp_path)
+
+
+def test_syntax_error_names_line_and_column(tmp_path):
+    problem = problem_of(write(tmp_path, "a: 1\nb: [x\nc: 2\n"))
+    assert problem.startswith("YAML syntax error at line 3, column 2:")
+
+
+def test_duplicate_key_names_its_line(tmp_path):
+    problem = problem_of(write(tmp_path, "a: 1\nb: 2\na: 3\n"))
+    assert problem.startswith("YAML syntax error at line 3")
+    assert "duplicate key" in problem
+
+
+@pytest.mark.parametrize("text", ["- a\n- b\n", "5\n", "2.5\n"], ids=["list", "int", "float"])
+def test_non_mapping(tmp_path, text):
+    assert "must contain a mapping" in problem_of(write(tmp_path, text))
+
+
+def test_unresolvable_interpolation(tmp_path):
+    problem = problem_of(write(tmp_path, "a: ${missing}\n"))
+    assert problem.startswith("cannot resolve interpolation:")
+    assert "missing" in problem
