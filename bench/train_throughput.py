@@ -17,7 +17,7 @@ import torch
 from sequifier.config.resolve import ColumnSpec
 from sequifier.config.schema import ArchitectureConfig, AttentionConfig, FeedForwardConfig, PositionEncodingConfig
 from sequifier.model.backbone import Backbone
-from sequifier.model.decoders import LinearDecoder, predictable_class_ids
+from sequifier.model.decoders import Decoder, predictable_class_ids
 from sequifier.model.ingestion.embedding import EmbeddingIngestion
 from sequifier.model.network import Interface, SequifierNetwork
 from sequifier.training.losses import TargetLosses
@@ -34,7 +34,7 @@ def seed_network(dim: int, layers: int, heads: int, ffn: int, context: int) -> t
     )
     event = ColumnSpec("event", "categorical", N_CLASSES)
     class_ids = {"event": predictable_class_ids(event, ())}
-    interface = Interface(EmbeddingIngestion([event], {"event": dim}, dim), torch.nn.Identity(), LinearDecoder(dim, [event], class_ids, 1))
+    interface = Interface(EmbeddingIngestion([event], {"event": dim}, dim), torch.nn.Identity(), Decoder(dim, [event], class_ids, 1))
     return SequifierNetwork(Backbone(architecture, context), {"default": interface}), [event], class_ids
 
 

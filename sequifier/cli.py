@@ -39,6 +39,7 @@ def build_parser() -> argparse.ArgumentParser:
     _config_path(train, "train")
     train.add_argument("--model-name", help="override model_name")
     train.add_argument("--seed", type=int, help="override seed")
+    train.add_argument("--skip-metadata", action="store_true", help="skip metadata checks before launching (jobs still read it), e.g. when submitting from a node without the data")
     train.add_argument("-m", "--multirun", action="store_true", help="run every combination of comma-separated override values as its own job")
     train.add_argument("--cfg", choices=["job"], help="print the expanded canonical config and exit")
 
@@ -90,12 +91,15 @@ def _train(args: argparse.Namespace) -> int:
 
     from sequifier.config import compose
     from sequifier.config.files import read_yaml_mapping
+    from sequifier.config.validate_training import config_warnings
 
     overrides = list(args.overrides)
     if args.model_name:
         overrides.append(f"model_name={args.model_name}")
     if args.seed is not None:
         overrides.append(f"seed={args.seed}")
+    if args.skip_metadata:
+        overrides.append("skip_metadata=true")
     multirun = args.multirun
     if not multirun and any(o.startswith("hydra/launcher=") for o in overrides):
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
@@ -104,7 +108,9 @@ def _train(args: argparse.Namespace) -> int:
     parsed = compose.parse_overrides(overrides)
     if len(parsed.combinations) > 1 and not multirun:
         raise UserError("command line", f"overrides {', '.join(parsed.swept_keys)} list several values; add -m to sweep them")
-    checked = compose.preflight(args.config_path, parsed)
+    checked = compose.preflight(args.config_path, parsed, resolve_metadata=not args.cfg)
+    for warning in config_warnings(checked[0][1]):
+        print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
         from dataclasses import asdict
 

@@ -19,13 +19,15 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.expand import expand_singletons
+from sequifier.config.fragments import compose_file
 from sequifier.config.schema import TrainConfig, hydra_defaults
 from sequifier.config.validate import validate
 
 ENTRY_NAME = "sequifier_train_entry"
 SCHEMA_NAME = "sequifier_train_schema"
+USER_NAME = "sequifier_user_config"
 SEARCH_PATH = "hydra.searchpath=[pkg://sequifier.conf]"
 RESULT_FILE = "result.json"
 
@@ -78,12 +80,14 @@ def config_groups() -> list[str]:
 
 
 def register_entry(config_file: Path) -> None:
+    """Store the schema defaults, the user's composed file and the entry node that orders them."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
     store.store(name=SCHEMA_NAME, node=hydra_defaults())
-    defaults: list[Any] = [SCHEMA_NAME, config_file.stem]
-    defaults += [{group: None} for group in config_groups()]
+    store.store(name=USER_NAME, node=compose_file(config_file))
+    defaults: list[Any] = [SCHEMA_NAME, USER_NAME]
+    defaults += [{group: None} for group in config_groups() if not group.startswith("hydra/")]
     defaults.append("_self_")
     store.store(name=ENTRY_NAME, node={"defaults": defaults})
 
@@ -97,25 +101,50 @@ def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
     register_entry(config_file)
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(config_file.parent.resolve()), job_name="train"):
+            if overrides:
+                selections = [o for o in overrides if "/" in o.split("=", 1)[0]]
+                _check_override_keys(compose(config_name=ENTRY_NAME, overrides=selections + [SEARCH_PATH]), overrides)
             composed = compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH])
+            return OmegaConf.to_container(composed, resolve=True)
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(str(config_file), " ".join(str(error).split())) from None
-    return OmegaConf.to_container(composed, resolve=True)
+
+
+def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
+    """An override of a field that is not there names it, with a did-you-mean, instead of Hydra's trace."""
+    data = OmegaConf.to_container(base, resolve=False)
+    for override in overrides:
+        key = override.split("=", 1)[0]
+        if key.startswith(("+", "~")) or "/" in key or key.startswith("hydra.") or "=" not in override:
+            continue
+        node: Any = data
+        walked = []
+        for part in key.split("."):
+            if not isinstance(node, dict):
+                break
+            if part not in node:
+                where = ".".join(walked + [part])
+                raise UserError(where, "unknown field" + did_you_mean(part, [str(k) for k in node]) + f"; to add a new field write +{key}=...")
+            walked.append(part)
+            node = node[part]
 
 
 def canonical_config(data: dict[str, Any]) -> TrainConfig:
     return validate(expand_singletons(data))
 
 
-def preflight(config_file: Path, overrides: Overrides) -> list[tuple[list[str], TrainConfig]]:
+def preflight(config_file: Path, overrides: Overrides, resolve_metadata: bool = True) -> list[tuple[list[str], TrainConfig]]:
     """Compose, expand, validate and resolve every job of the command before any job starts."""
     from sequifier.config.resolve import resolve
+    from sequifier.training.capabilities import check_supported
 
     checked = []
     for combination in overrides.combinations:
         try:
             config = canonical_config(compose_config(config_file, combination))
-            resolve(config, run_dir=Path("."))
+            if resolve_metadata and not config.skip_metadata:
+                resolve(config, run_dir=Path("."))
+                check_supported(config)
         except UserError as error:
             if len(overrides.combinations) > 1:
                 error.args = (f"{error} (job with overrides {' '.join(combination)})",)
@@ -129,7 +158,7 @@ def run_hydra(config_file: Path, overrides: Overrides, multirun: bool, sweep_dir
     import hydra
 
     register_entry(config_file)
-    argv = ["sequifier-train", "--config-dir", str(config_file.parent.resolve()), "--config-name", ENTRY_NAME]
+    argv = ["sequifier-train", "--config-name", ENTRY_NAME]
     if multirun:
         argv.append("--multirun")
     excluded = sorted({o.split("=", 1)[0].lstrip("+~") for o in overrides.all} - set(overrides.swept_keys))
@@ -191,8 +220,11 @@ def train_task(cfg: DictConfig) -> dict[str, Any] | None:
 def _train(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
     from sequifier.config.resolve import resolve
     from sequifier.distributed.launch import launch
+    from sequifier.training.capabilities import check_supported
 
-    spec = resolve(canonical_config(data), run_dir)
+    config = canonical_config(data)
+    check_supported(config)
+    spec = resolve(config, run_dir)
     outcome = launch(spec)
     return {"monitored_loss": outcome.monitored_loss, "best_epoch": outcome.best_epoch, "validation": outcome.final_validation, "exported": outcome.exported}
 

@@ -10,6 +10,8 @@ from sequifier.config.schema import InterfaceConfig, TrainConfig
 from sequifier.config.validate import CRITERIA
 from sequifier.data.metadata import DatasetMetadata, read_metadata
 
+PART_CONTRACT = ("column_data_types", "id_maps", "n_classes", "selected_columns_statistics", "normalize_real_columns", "window_length")
+
 
 @dataclass(frozen=True)
 class ColumnSpec:
@@ -21,24 +23,63 @@ class ColumnSpec:
 
 
 @dataclass(frozen=True)
+class PartSpec:
+    """One part of a dataset: its metadata and split files."""
+
+    dataset: str
+    part: str
+    metadata_path: Path
+    metadata: DatasetMetadata
+    train_path: Path
+    validation_path: Path | None
+
+
+@dataclass(frozen=True)
 class RunSpec:
     """Everything a worker needs to train: plain, picklable, fully resolved."""
 
     config: TrainConfig
     model_name: str
-    dataset_name: str
-    part_name: str
-    interface_name: str
-    metadata: DatasetMetadata
-    columns: dict[str, ColumnSpec]
-    train_path: Path
-    validation_path: Path | None
+    parts: tuple[PartSpec, ...]
+    columns: dict[str, dict[str, ColumnSpec]]  # per interface
     project_root: Path
     run_dir: Path
 
     @property
+    def only_part(self) -> PartSpec:
+        return self.parts[0]
+
+    @property
+    def dataset_name(self) -> str:
+        return self.only_part.dataset
+
+    @property
+    def part_name(self) -> str:
+        return self.only_part.part
+
+    @property
+    def metadata(self) -> DatasetMetadata:
+        return self.only_part.metadata
+
+    @property
+    def train_path(self) -> Path:
+        return self.only_part.train_path
+
+    @property
+    def validation_path(self) -> Path | None:
+        return self.only_part.validation_path
+
+    @property
+    def interface_name(self) -> str:
+        return self.config.dataset_training[self.dataset_name].model_interface
+
+    @property
     def interface(self) -> InterfaceConfig:
         return self.config.model.interfaces[self.interface_name]
+
+    @property
+    def interface_columns(self) -> dict[str, ColumnSpec]:
+        return self.columns[self.interface_name]
 
     @property
     def models_dir(self) -> Path:
@@ -49,41 +90,75 @@ class RunSpec:
         return self.project_root / "logs" / self.model_name
 
 
+def evaluated_parts(config: TrainConfig) -> set[tuple[str, str]]:
+    """(dataset, part) pairs that evaluation.sources select."""
+    selected = set()
+    for source in (config.evaluation.sources if config.evaluation else ()):
+        dataset, _, part = source.source.partition(".")
+        parts = [part] if part else list(config.dataset_training[dataset].parts)
+        selected.update((dataset, p) for p in parts)
+    return selected
+
+
 def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunSpec:
     """Read each part's metadata and check the config against the stored data."""
     project_root = ((cwd or Path.cwd()) / config.project_root).resolve()
-    dataset_name, dataset = next(iter(config.dataset_training.items()))
-    part_name, part = next(iter(dataset.parts.items()))
-    part_path = f"dataset_training.{dataset_name}.parts.{part_name}"
-    metadata_path = project_root / part.metadata_config_path
+    evaluated = evaluated_parts(config)
+    parts = []
+    columns: dict[str, dict[str, ColumnSpec]] = {}
+    for dataset_name, dataset in config.dataset_training.items():
+        interface = config.model.interfaces[dataset.model_interface]
+        first: PartSpec | None = None
+        for part_name, part in dataset.parts.items():
+            spec = _part_spec(config, project_root, dataset_name, part_name, part.metadata_config_path, (dataset_name, part_name) in evaluated)
+            if first is None:
+                first = spec
+            else:
+                _check_same_contract(first, spec, f"dataset_training.{dataset_name}.parts")
+            parts.append(spec)
+        if first is None:
+            continue
+        dataset_columns = _column_specs(first.metadata, interface, dataset.model_interface, first.metadata_path)
+        for target, criterion in dataset.criterion.items():
+            if CRITERIA[criterion] != dataset_columns[target].kind:
+                raise UserError(f"dataset_training.{dataset_name}.criterion.{target}", f"{criterion} needs a {CRITERIA[criterion]} column, but {target!r} is {dataset_columns[target].kind}")
+        for column in (interface.categorical_decoder_special_tokens or {}):
+            if dataset_columns[column].kind != "categorical":
+                raise UserError(f"model.interfaces.{dataset.model_interface}.categorical_decoder_special_tokens.{column}", f"{column!r} is real; special tokens apply to categorical targets")
+        for column in dataset.class_share_log_columns or ():
+            if dataset_columns[column].kind != "categorical":
+                raise UserError(f"dataset_training.{dataset_name}.class_share_log_columns", f"{column!r} is real; class shares need a categorical target")
+        known = columns.setdefault(dataset.model_interface, dataset_columns)
+        if known != dataset_columns:
+            raise UserError(f"dataset_training.{dataset_name}.model_interface", f"interface {dataset.model_interface!r} is shared with a dataset whose columns differ in kind or classes")
+    return RunSpec(config=config, model_name=config.model_name, parts=tuple(parts), columns=columns, project_root=project_root, run_dir=run_dir)
+
+
+def _part_spec(config: TrainConfig, root: Path, dataset: str, part: str, metadata_config_path: str, evaluated: bool) -> PartSpec:
+    where = f"dataset_training.{dataset}.parts.{part}.metadata_config_path"
+    metadata_path = root / metadata_config_path
     if not metadata_path.is_file():
-        raise UserError(f"{part_path}.metadata_config_path", f"metadata file {metadata_path} does not exist (run `sequifier preprocess` first)")
+        raise UserError(where, f"metadata file {metadata_path} does not exist (run `sequifier preprocess` first)")
     metadata = read_metadata(metadata_path)
-    interface = config.model.interfaces[dataset.model_interface]
-    columns = _column_specs(metadata, interface, dataset.model_interface, metadata_path)
-    for target, criterion in dataset.criterion.items():
-        if CRITERIA[criterion] != columns[target].kind:
-            raise UserError(f"dataset_training.{dataset_name}.criterion.{target}", f"{criterion} needs a {CRITERIA[criterion]} column, but {target!r} is {columns[target].kind}")
     training = config.global_training
     needed = training.context_length + training.target_offset
     if needed > metadata.window_length:
         raise UserError("global_training.context_length", f"context_length {training.context_length} + target_offset {training.target_offset} exceeds the stored window length {metadata.window_length} of {metadata_path}")
-    evaluated = config.evaluation is not None
     if evaluated and len(metadata.split_paths) < 2:
-        raise UserError("evaluation", f"needs a validation split, but {metadata_path} lists only {len(metadata.split_paths)} split")
-    return RunSpec(
-        config=config,
-        model_name=config.model_name,
-        dataset_name=dataset_name,
-        part_name=part_name,
-        interface_name=dataset.model_interface,
-        metadata=metadata,
-        columns=columns,
-        train_path=project_root / metadata.split_paths[0],
-        validation_path=project_root / metadata.split_paths[1] if evaluated else None,
-        project_root=project_root,
-        run_dir=run_dir,
-    )
+        raise UserError(where, f"part {dataset}.{part} is evaluated but {metadata_path} lists no validation split")
+    train_path = root / metadata.split_paths[0]
+    stored_as_folder = train_path.is_dir()
+    if training.read_format == "parquet" and stored_as_folder and any(train_path.glob("*.pt")):
+        raise UserError("global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt")
+    return PartSpec(dataset, part, metadata_path, metadata, train_path, root / metadata.split_paths[1] if evaluated else None)
+
+
+def _check_same_contract(first: PartSpec, other: PartSpec, where: str) -> None:
+    for key in PART_CONTRACT:
+        if getattr(first.metadata, key) != getattr(other.metadata, key):
+            raise UserError(where, f"parts {first.part!r} and {other.part!r} differ in {key} ({first.metadata_path.name} vs {other.metadata_path.name}); every part of a dataset needs the same schema, categories, normalization and window layout")
+    if first.train_path.is_dir() != other.train_path.is_dir():
+        raise UserError(where, f"parts {first.part!r} and {other.part!r} use different storage forms (file vs folder)")
 
 
 def _column_specs(metadata: DatasetMetadata, interface: InterfaceConfig, interface_name: str, source: Path) -> dict[str, ColumnSpec]:

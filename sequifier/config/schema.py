@@ -56,32 +56,75 @@ class ArchitectureConfig:
     shared_layer_groups: tuple[Any, ...] = option((), "groups of layer indices that share one set of weights")
 
 
+PARAMETER_GROUPS = (
+    "attention.qkv", "attention.output", "feed_forward.up", "feed_forward.down", "normalization", "position",
+    "embedding", "ingestion.output_projection", "adapter", "merge", "free_parameter", "decoder",
+)
+INIT_METHODS = ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "normal", "trunc_normal", "uniform", "zeros", "ones", "preserve")
+SPECIAL_TOKENS = ("unknown", "other", "mask")
+
+
+@frozen
+class InitMethodConfig:
+    method: str = option(doc="initializer", choices=INIT_METHODS)
+    gain: Optional[float] = option(None, "gain of xavier initializers")
+    mean: Optional[float] = option(None, "mean of normal initializers")
+    std: Optional[float] = option(None, "standard deviation of normal initializers")
+    a: Optional[float] = option(None, "lower bound (uniform) or negative slope (kaiming)")
+    b: Optional[float] = option(None, "upper bound of uniform")
+    mode: Optional[str] = option(None, "kaiming fan mode", choices=("fan_in", "fan_out"))
+    nonlinearity: Optional[str] = option(None, "kaiming nonlinearity", choices=("relu", "leaky_relu", "linear", "tanh", "sigmoid"))
+
+
+@frozen
+class InitTargetsConfig:
+    weight: Optional[InitMethodConfig] = option(None, "initializer of the group's weights")
+    bias: Optional[InitMethodConfig] = option(None, "initializer of the group's biases")
+
+
 @frozen
 class BackboneConfig:
-    initialization_seed: Optional[int] = option(None, "seed isolating constructor and initializer randomness")
-    initialization: Optional[dict[str, Any]] = option(None, "initialization overrides per semantic parameter group")
+    initialization_seed: Optional[int] = option(None, "seed (0..2**63-1) isolating constructor and initializer randomness")
+    initialization: Optional[dict[str, InitTargetsConfig]] = option(None, "initializer overrides per semantic parameter group")
     architecture: ArchitectureConfig = option(doc="the shared transformer backbone")
 
 
 @frozen
+class MergeConfig:
+    type: str = option("concat", "how a composite combines its branches", choices=("concat", "sum", "gated", "attention"))
+
+
+@frozen
 class IngestionConfig:
-    type: str = option("embedding", "how input columns become one vector per time step", choices=("embedding",))
-    output_dim: Optional[int] = option(None, "width of the ingestion output (default: dim_model)")
-    feature_embedding_dims: Optional[dict[str, int]] = option(None, "embedding width per input column (required for mixed categorical/real inputs)")
+    type: str = option("embedding", "ingestion kind", choices=("embedding", "composite", "depth_transformer"))
+    columns: Optional[tuple[str, ...]] = option(None, "columns of this branch (inside a composite)")
+    output_dim: Optional[int] = option(None, "width of this node's output (root default: the backbone input width)")
+    feature_embedding_dims: Optional[dict[str, int]] = option(None, "embedding width per column (required for mixed categorical/real)")
+    branches: Optional[dict[str, IngestionConfig]] = option(None, "named child ingestions of a composite")
+    merge: Optional[MergeConfig] = option(None, "how a composite merges its branches")
+    allow_shared_columns: bool = option(False, "let immediate children of this composite read the same column")
+    allow_unused_input_columns: bool = option(False, "root only: input columns no branch reads are allowed")
+    auxiliary_input_columns: Optional[tuple[str, ...]] = option(None, "root only: input columns deliberately not ingested")
+    layout: Optional[str] = option(None, "depth layout name from the dataset metadata (depth_transformer)")
+    dropout: Optional[float] = option(None, "dropout of the pooled output (depth_transformer)")
+    initialization_seed: Optional[int] = option(None, "seed starting a new initialization namespace for this subtree")
+    initialization: Optional[dict[str, InitTargetsConfig]] = option(None, "initializer overrides for this subtree")
+    architecture: Optional[ArchitectureConfig] = option(None, "the transformer across child slots (depth_transformer)")
 
 
 @frozen
 class DecoderConfig:
-    type: str = option("linear", "decoder kind", choices=("linear",))
+    type: str = option("linear", "decoder kind", choices=("linear", "mlp"))
     prediction_length: int = option(1, "number of final positions of each view that are predicted")
     support: int = option(1, "decoder support")
+    hidden_dims: Optional[tuple[int, ...]] = option(None, "hidden widths of an mlp decoder")
 
 
 @frozen
 class InterfaceConfig:
     input_columns: tuple[str, ...] = option(doc="columns the model reads")
     target_columns: tuple[str, ...] = option(doc="columns the model predicts")
-    categorical_decoder_special_tokens: Optional[dict[str, tuple[str, ...]]] = option(None, "special tokens a categorical decoder may predict, per target")
+    categorical_decoder_special_tokens: Optional[dict[str, tuple[str, ...]]] = option(None, "special tokens (unknown, other, mask) a categorical decoder may predict, per target")
     ingestion: IngestionConfig = nested(IngestionConfig, "ingestion module")
     decoder: DecoderConfig = nested(DecoderConfig, "decoder module")
 
@@ -99,11 +142,28 @@ class PartConfig:
 
 
 @frozen
+class FreezeNode:
+    freeze: Optional[tuple[str, ...]] = option(None, "parameter groups frozen in this scope ([] unfreezes it)")
+    freezing_except: Optional[tuple[str, ...]] = option(None, "freeze everything in this scope except these groups ([] freezes it)")
+    branches: Optional[dict[str, FreezeNode]] = option(None, "per-branch selectors of a composite ingestion")
+
+
+@frozen
+class FreezeConfig:
+    backbone: Optional[FreezeNode] = option(None, "freezing of the shared backbone")
+    ingestion: Optional[FreezeNode] = option(None, "freezing of the interface's ingestion tree")
+    adapter: Optional[FreezeNode] = option(None, "freezing of the interface's adapter")
+    decoder: Optional[FreezeNode] = option(None, "freezing of the interface's decoder")
+
+
+@frozen
 class DatasetConfig:
     model_interface: str = option(doc="the interface this dataset trains")
     parts: dict[str, PartConfig] = option(doc="named parts, iterated in declaration order")
     criterion: dict[str, str] = option(doc="loss per target column")
     loss_weights: Optional[dict[str, float]] = option(None, "weight of each target's loss (default 1.0 each)")
+    class_share_log_columns: Optional[tuple[str, ...]] = option(None, "categorical targets whose predicted class shares are logged")
+    freeze: Optional[FreezeConfig] = option(None, "parameters this dataset does not update")
 
 
 @frozen
@@ -146,24 +206,36 @@ class EvaluationConfig:
 
 
 @frozen
-class OptimizerConfig:
-    name: str = option("AdamW", "torch.optim class name", choices=("AdamW",))
-    weight_decay: float = option(0.01, "decoupled weight decay")
-
-
-@frozen
 class GlobalTrainingConfig:
-    read_format: str = option("parquet", "stored form of the preprocessed data", choices=("parquet",))
+    read_format: str = option("parquet", "stored form of the preprocessed data", choices=("parquet", "pt"))
     training_objective: str = option("causal", "training objective", choices=("causal",))
     context_length: int = option(doc="number of time steps the model reads")
     target_offset: int = option(1, "how many steps ahead the targets lie")
     window_stride: int = option(1, "distance between training views inside a stored window")
-    inference_batch_size: int = option(256, "batch size for validation and export checks")
+    inference_batch_size: int = option(256, "batch size for validation")
     batch_size: int = option(64, "per-process training batch size")
     accumulation_steps: int = option(1, "microbatches per optimizer step")
     learning_rate: float = option(1e-4, "peak learning rate")
-    optimizer: OptimizerConfig = nested(OptimizerConfig, "optimizer")
+    optimizer: dict[str, Any] = option({"name": "AdamW", "weight_decay": 0.01}, "torch.optim class `name` and its keyword arguments")
+    scheduler: Optional[dict[str, Any]] = option(None, "torch.optim.lr_scheduler class `name` and its keyword arguments")
+    scheduler_step_on: str = option("epoch", "when the scheduler steps", choices=("epoch", "batch"))
+    reset_optimization_on_phase: bool = option(True, "new optimizer, scheduler and scaler at every phase")
     gradient_clip: Optional[float] = option(None, "clip the global gradient norm to this value")
+    save_interval_epochs: Optional[int] = option(None, "persistent checkpoint every N epochs")
+    save_interval_batches: Optional[int] = option(None, "persistent checkpoint every N batches")
+    save_interval_minutes: Optional[float] = option(None, "persistent checkpoint every N minutes")
+    save_latest_interval_minutes: Optional[float] = option(None, "refresh only the rolling latest checkpoint every N minutes")
+    save_interval_val_loss: bool = option(False, "timed and batch snapshots also run validation and record its loss")
+    early_stopping_patience: Optional[int] = option(None, "stop after N epochs without improvement of the monitored metric")
+    layer_type_dtypes: Optional[dict[str, str]] = option(None, "parameter dtype per layer type (required for FSDP)")
+    layer_autocast: bool = option(False, "mixed precision through autocast")
+    distributed: bool = option(False, "train with several processes")
+    data_parallelism: str = option("ddp", "data-parallel strategy", choices=("ddp", "fsdp"))
+    fsdp_cpu_offload: bool = option(False, "offload FSDP parameters to CPU memory")
+    world_size: int = option(1, "total number of processes across all nodes")
+    backend: str = option("gloo", "torch.distributed backend", choices=("gloo", "nccl"))
+    torch_compile: str = option("none", "where torch.compile applies", choices=("none", "outer", "inner"))
+    num_workers: int = option(0, "data-loader worker processes")
     num_threads: Optional[int] = option(None, "CPU threads used by torch (default: torch's choice)")
 
 
@@ -171,32 +243,32 @@ class GlobalTrainingConfig:
 class TrainConfig:
     project_root: str = option(".", "folder all relative paths resolve against")
     model_name: str = option(doc="name of the model's artifacts, logs and metrics")
-    device: str = option("cpu", "torch device: cpu or cuda")
+    device: str = option("cpu", "torch device: cpu, cuda or cuda:N")
     seed: int = option(1010, "seed of the run's random streams")
-    global_training: GlobalTrainingConfig = option(doc="objective, window, optimization and loader settings")
+    skip_metadata: bool = option(False, "skip metadata checks before launching (jobs still read it)")
+    additional_config_paths: tuple[str, ...] = option((), "fragments composed into this file, relative to project_root")
+    global_training: GlobalTrainingConfig = option(doc="objective, window, optimization, precision, distribution and loader settings")
     model: ModelConfig = option(doc="the backbone and its interfaces")
-    dataset_training: dict[str, DatasetConfig] = option(doc="named datasets: data, criterion and interface")
+    dataset_training: dict[str, DatasetConfig] = option(doc="named datasets: data, criterion, weights, freezing and interface")
     training_plan: TrainingPlanConfig = option(doc="ordered phases of training")
     evaluation: Optional[EvaluationConfig] = option(None, "validation after every epoch")
     export_generative_model: bool = option(True, "export the model that predicts targets")
+    export_embedding_model: bool = option(False, "export a model returning backbone activations")
     export_onnx: bool = option(True, "export ONNX artifacts")
+    export_pt: bool = option(False, "export PT inference bundles")
+    export_with_dropout: bool = option(False, "export the ONNX graph in training mode so dropout stays active")
 
 
 def hydra_defaults() -> dict[str, Any]:
     """Defaults of the sections Hydra may override without '+', derived from the schema.
 
-    Singleton-capable sections (interfaces, datasets, plans, evaluation) are left out:
-    their shape depends on which spelling the user's file chose.
+    Singleton-capable sections (interfaces, datasets, evaluation) are left out: their
+    shape depends on which spelling the user's file chose.
     """
-    return {
-        "project_root": ".",
-        "device": "cpu",
-        "seed": 1010,
-        "global_training": _defaults_of(GlobalTrainingConfig),
-        "model": {"backbone": {"architecture": _defaults_of(ArchitectureConfig)}},
-        "export_generative_model": True,
-        "export_onnx": True,
-    }
+    defaults = _defaults_of(TrainConfig)
+    defaults.pop("evaluation")
+    defaults["global_training"].pop("optimizer")  # merged into a user's choice, AdamW's arguments would leak
+    return defaults
 
 
 def _defaults_of(cls: type) -> dict[str, Any]:
@@ -207,4 +279,6 @@ def _defaults_of(cls: type) -> dict[str, Any]:
             out[f.name] = _defaults_of(hints[f.name])
         elif f.default is not dataclasses.MISSING:
             out[f.name] = list(f.default) if isinstance(f.default, tuple) else f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            out[f.name] = f.default_factory()
     return out

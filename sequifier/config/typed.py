@@ -17,12 +17,15 @@ def option(default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases:
     """A config field with its one-line doc, allowed values and accepted aliases.
 
     Aliases map a spelling that established releases use onto the canonical one.
+    A mapping default is copied for every instance.
     """
     metadata = {"doc": doc, "choices": tuple(choices), "aliases": dict(aliases or {})}
-    if isinstance(default, (list, dict)):
-        raise TypeError("use a tuple or None as a default, never a mutable container")
+    if isinstance(default, list):
+        raise TypeError("use a tuple as a list default")
     if default is REQUIRED:
         return dataclasses.field(metadata=metadata)
+    if isinstance(default, dict):
+        return dataclasses.field(default_factory=lambda: dict(default), metadata=metadata)
     return dataclasses.field(default=default, metadata=metadata)
 
 

@@ -25,7 +25,7 @@ def build_contract(network: SequifierNetwork, spec: RunSpec) -> dict[str, Any]:
     decoder = network.interfaces[spec.interface_name].decoder
     columns = {}
     for name in dict.fromkeys(interface.input_columns + interface.target_columns):
-        column = spec.columns[name]
+        column = spec.interface_columns[name]
         entry: dict[str, Any] = {"kind": column.kind}
         if column.kind == "categorical":
             entry["n_classes"] = column.n_classes
@@ -33,7 +33,7 @@ def build_contract(network: SequifierNetwork, spec: RunSpec) -> dict[str, Any]:
         else:
             entry["statistics"] = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
         columns[name] = entry
-    class_ids = {t: decoder.class_ids(t).tolist() for t in interface.target_columns if spec.columns[t].kind == "categorical"}
+    class_ids = {t: decoder.class_ids(t).tolist() for t in interface.target_columns if spec.interface_columns[t].kind == "categorical"}
     training = spec.config.global_training
     return {
         "version": CONTRACT_VERSION,

@@ -36,7 +36,7 @@ def example_inputs(spec: RunSpec, batch: int = 2) -> tuple[Tensor, ...]:
     length = spec.config.global_training.context_length
     tensors = []
     for name in spec.interface.input_columns:
-        column = spec.columns[name]
+        column = spec.interface_columns[name]
         if column.kind == "categorical":
             tensors.append(torch.randint(0, column.n_classes, (batch, length)))
         else:

@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
 
@@ -34,8 +35,8 @@ class SelfAttention(nn.Module):
         self.head_dim = dim // n_heads
         self.dropout = dropout
         self.rotary = rotary
-        self.qkv = nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim)
-        self.output = nn.Linear(dim, dim) if output_projection else nn.Identity()
+        self.qkv = tag(nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim), "attention.qkv")
+        self.output = tag(nn.Linear(dim, dim), "attention.output") if output_projection else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
         batch, length, _ = x.shape

@@ -26,7 +26,7 @@ class Backbone(nn.Module):
         else:
             self.position = SinusoidalPositions(dim, max_length)
         self.input_dropout = nn.Dropout(architecture.dropout)
-        self.layers = nn.ModuleList(TransformerLayer(architecture, rotary) for _ in range(architecture.num_layers))
+        self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
 
     def forward(self, x: Tensor, left_pad_lengths: Tensor | None) -> Tensor:
@@ -35,3 +35,16 @@ class Backbone(nn.Module):
         for layer in self.layers:
             x = layer(x, mask)
         return self.final_norm(x)
+
+
+def shared_layers(architecture: ArchitectureConfig, rotary: RotaryEmbedding | None) -> list[TransformerLayer]:
+    """One layer per index; every index of a shared_layer_groups entry gets the same layer object."""
+    owner = {}
+    for group in architecture.shared_layer_groups:
+        for index in group:
+            owner[index] = min(group)
+    layers: list[TransformerLayer] = []
+    for index in range(architecture.num_layers):
+        source = owner.get(index, index)
+        layers.append(layers[source] if source < index else TransformerLayer(architecture, rotary))
+    return layers

@@ -6,6 +6,7 @@ import torch
 from torch import Tensor, nn
 
 from sequifier.config.resolve import ColumnSpec
+from sequifier.model.parameters import tag
 
 SPECIAL_TOKEN_NAMES = {"unknown": 0, "other": 1, "mask": 2}
 
@@ -16,17 +17,23 @@ def predictable_class_ids(column: ColumnSpec, allowed_special: tuple[str, ...]) 
     return [i for i in range(column.n_classes) if i not in special]
 
 
-class LinearDecoder(nn.Module):
-    """One linear head per target over the last `prediction_length` positions.
+class Decoder(nn.Module):
+    """Optional shared hidden blocks, then one linear head per target, over the last `prediction_length` positions.
 
+    A linear decoder has no hidden blocks; an mlp decoder has Linear + GELU blocks of `hidden_dims`.
     Categorical heads return logits over `class_ids` (a buffer mapping output index -> id);
     real heads return one value per position.
     """
 
-    def __init__(self, dim: int, targets: list[ColumnSpec], class_ids: dict[str, list[int]], prediction_length: int):
+    def __init__(self, dim: int, targets: list[ColumnSpec], class_ids: dict[str, list[int]], prediction_length: int, hidden_dims: tuple[int, ...] = ()):
         super().__init__()
         self.prediction_length = prediction_length
         self.target_names = [t.name for t in targets]
+        blocks: list[nn.Module] = []
+        for hidden in hidden_dims:
+            blocks += [nn.Linear(dim, hidden), nn.GELU()]
+            dim = hidden
+        self.hidden = nn.Sequential(*blocks)
         self.heads = nn.ModuleDict()
         for target in targets:
             width = len(class_ids[target.name]) if target.kind == "categorical" else 1
@@ -34,12 +41,13 @@ class LinearDecoder(nn.Module):
             if target.kind == "categorical":
                 self.register_buffer(f"class_ids_{target.name}", torch.tensor(class_ids[target.name]), persistent=False)
         self.real_targets = {t.name for t in targets if t.kind == "real"}
+        tag(self, "decoder")
 
     def class_ids(self, target: str) -> Tensor:
         return getattr(self, f"class_ids_{target}")
 
     def forward(self, states: Tensor) -> dict[str, Tensor]:
-        last = states[:, -self.prediction_length :]
+        last = self.hidden(states[:, -self.prediction_length :])
         outputs = {}
         for name in self.target_names:
             out = self.heads[name](last)

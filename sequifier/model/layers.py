@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.attention import SelfAttention
+from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
 
@@ -24,7 +25,7 @@ class RMSNorm(nn.Module):
 
 
 def make_norm(kind: str, dim: int) -> nn.Module:
-    return RMSNorm(dim) if kind == "rmsnorm" else nn.LayerNorm(dim)
+    return tag(RMSNorm(dim) if kind == "rmsnorm" else nn.LayerNorm(dim), "normalization")
 
 
 GATED = {"swiglu": F.silu, "geglu": F.gelu}
@@ -38,8 +39,8 @@ class FeedForward(nn.Module):
         super().__init__()
         self.gated = activation in GATED
         self.activation = GATED.get(activation) or PLAIN[activation]
-        self.up = nn.Linear(dim, 2 * hidden if self.gated else hidden)
-        self.down = nn.Linear(hidden, dim)
+        self.up = tag(nn.Linear(dim, 2 * hidden if self.gated else hidden), "feed_forward.up")
+        self.down = tag(nn.Linear(hidden, dim), "feed_forward.down")
 
     def forward(self, x: Tensor) -> Tensor:
         if self.gated:

@@ -7,6 +7,8 @@ import math
 import torch
 from torch import Tensor, nn
 
+from sequifier.model.parameters import tag
+
 
 class RotaryEmbedding(nn.Module):
     """Rotates query/key channel pairs by position-dependent angles (RoPE, half-split layout)."""
@@ -33,7 +35,7 @@ class LearnedPositions(nn.Module):
 
     def __init__(self, dim: int, max_length: int):
         super().__init__()
-        self.position = nn.Embedding(max_length, dim)
+        self.position = tag(nn.Embedding(max_length, dim), "position")
 
     def forward(self, x: Tensor) -> Tensor:
         return x + self.position.weight[: x.shape[1]]

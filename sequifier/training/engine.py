@@ -18,6 +18,7 @@ from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.evaluation import Evaluation, evaluate
 from sequifier.training.losses import TargetLosses
 from sequifier.training.metrics import MetricsFile, attach_log_file
+from sequifier.training.optimization import build_optimizer, build_scheduler
 
 logger = logging.getLogger("sequifier")
 PROGRESS_SECONDS = 10.0
@@ -50,19 +51,24 @@ class Trainer:
         self.shape = ViewShape(training.context_length, training.target_offset, interface.decoder.prediction_length, training.window_stride)
         dataset = config.dataset_training[spec.dataset_name]
         decoder = self.network.interfaces[spec.interface_name].decoder
-        targets = [spec.columns[c] for c in self.target_columns]
+        targets = [spec.interface_columns[c] for c in self.target_columns]
         class_ids = {t.name: decoder.class_ids(t.name).cpu() for t in targets if t.kind == "categorical"}
         self.losses = TargetLosses(targets, dict(dataset.criterion), dict(dataset.loss_weights or {}), class_ids)
-        self.optimizer = torch.optim.AdamW(self.network.parameters(), lr=training.learning_rate, weight_decay=training.optimizer.weight_decay)
+        self.optimizer = build_optimizer(self.network.parameters(), training.learning_rate, training.optimizer)
         self.train_windows = self._load(spec.train_path)
         self.train_views = training_views(self.train_windows, self.shape)
         self.validation_windows = self._load(spec.validation_path) if spec.validation_path else None
         self.validation_views = training_views(self.validation_windows, self.shape) if self.validation_windows else None
         self.global_step = 0
+        epochs = config.training_plan.phases[0].epochs
+        steps_per_epoch = math.ceil(math.ceil(len(self.train_views[0]) / training.batch_size) / training.accumulation_steps)
+        self.step_scheduler_on_batch = training.scheduler_step_on == "batch"
+        total = epochs * steps_per_epoch if self.step_scheduler_on_batch else epochs
+        self.scheduler = build_scheduler(self.optimizer, training.scheduler, total)
 
     def _load(self, path) -> WindowTensors:
         columns = sorted(set(self.input_columns) | set(self.target_columns))
-        categorical = {name for name, c in self.spec.columns.items() if c.kind == "categorical"}
+        categorical = {name for name, c in self.spec.interface_columns.items() if c.kind == "categorical"}
         return to_tensors(load_split(path, columns, categorical), categorical)
 
     def run(self) -> TrainResult:
@@ -88,8 +94,10 @@ class Trainer:
         best_loss, best_epoch, best_state = math.inf, 0, None
         evaluation: Evaluation | None = None
         for epoch in range(1, phase.epochs + 1):
-            train_loss, samples_per_second = self._train_epoch(epoch, phase.epochs)
             lr = self.optimizer.param_groups[0]["lr"]
+            train_loss, samples_per_second = self._train_epoch(epoch, phase.epochs)
+            if self.scheduler is not None and not self.step_scheduler_on_batch:
+                self.scheduler.step()
             common = dict(phase=phase.name, dataset=spec.dataset_name, part=spec.part_name, epoch=epoch, global_step=self.global_step, learning_rate=lr)
             training_metrics.write(**common, target="aggregate", metric="loss", value=train_loss, samples_per_second=samples_per_second)
             monitored = train_loss
@@ -169,6 +177,8 @@ class Trainer:
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         self.global_step += 1
+        if self.scheduler is not None and self.step_scheduler_on_batch:
+            self.scheduler.step()
 
     def _export(self, best_state, best_epoch: int, last_epoch: int) -> list[str]:
         spec = self.spec

@@ -27,7 +27,7 @@ def test_onnx_matches_torch_on_padded_and_unpadded_windows(reference_project: Pa
     export_onnx(network, spec, path)
     model = OnnxModel(path)
 
-    categorical = {n for n, c in spec.columns.items() if c.kind == "categorical"}
+    categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
     paddings = []
     for split in ("events-split0.parquet", "events-split1.parquet"):
         stored = load_split(reference_project / "data" / split, list(spec.interface.input_columns), categorical)

@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import ColumnSpec
+from sequifier.model.parameters import tag
 
 
 def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None, where: str) -> dict[str, int]:
@@ -38,12 +39,10 @@ class EmbeddingIngestion(nn.Module):
         self.embeddings = nn.ModuleDict()
         for column in columns:
             width = widths[column.name]
-            if column.kind == "categorical":
-                self.embeddings[column.name] = nn.Embedding(column.n_classes, width)
-            else:
-                self.embeddings[column.name] = nn.Linear(1, width)
+            embedding = nn.Embedding(column.n_classes, width) if column.kind == "categorical" else nn.Linear(1, width)
+            self.embeddings[column.name] = tag(embedding, "embedding")
         total = sum(widths.values())
-        self.output_projection = nn.Linear(total, output_dim) if total != output_dim else nn.Identity()
+        self.output_projection = tag(nn.Linear(total, output_dim), "ingestion.output_projection") if total != output_dim else nn.Identity()
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         parts = []

@@ -1,0 +1,134 @@
+"""Rules of global_training, training_plan and evaluation: windows, optimization, schedules, references."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sequifier.config.errors import did_you_mean
+from sequifier.config.schema import TrainConfig
+from sequifier.config.typed import ProblemList
+
+POSITIVE_INTEGERS = ("context_length", "batch_size", "inference_batch_size", "accumulation_steps", "window_stride", "target_offset", "world_size")
+POSITIVE_OPTIONAL = ("gradient_clip", "save_interval_epochs", "save_interval_batches", "save_interval_minutes", "save_latest_interval_minutes", "early_stopping_patience")
+EPOCH_SCHEDULE_ARGUMENT = "total_steps"
+
+
+def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
+    training = config.global_training
+    for name in POSITIVE_INTEGERS:
+        if getattr(training, name) < 1:
+            problems.add(f"global_training.{name}", f"must be at least 1, got {getattr(training, name)}")
+    for name in POSITIVE_OPTIONAL:
+        value = getattr(training, name)
+        if value is not None and value <= 0:
+            problems.add(f"global_training.{name}", f"must be positive, got {value}")
+    if training.learning_rate <= 0:
+        problems.add("global_training.learning_rate", f"must be positive, got {training.learning_rate}")
+    if training.num_workers < 0:
+        problems.add("global_training.num_workers", f"must be >= 0, got {training.num_workers}")
+    if training.data_parallelism == "fsdp" and training.torch_compile == "outer":
+        problems.add("global_training.torch_compile", "use inner or none with FSDP")
+    if training.data_parallelism == "ddp" and training.torch_compile == "inner":
+        problems.add("global_training.torch_compile", "use outer or none with DDP")
+    if training.world_size > 1 and not training.distributed:
+        problems.add("global_training.world_size", f"{training.world_size} processes need distributed: true")
+    _check_call("optimizer", training.optimizer, "global_training.optimizer", problems)
+    if training.scheduler is not None:
+        _check_call("scheduler", training.scheduler, "global_training.scheduler", problems)
+        _check_schedule_duration(config, problems)
+
+
+def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemList) -> None:
+    from sequifier.training.optimization import OPTIMIZERS, SCHEDULERS, accepted_arguments
+
+    names = OPTIMIZERS if kind == "optimizer" else SCHEDULERS
+    name = call.get("name")
+    if name is None:
+        problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}")
+        return
+    if name not in names:
+        problems.add(f"{where}.name", f"{name!r} is not allowed; choose one of {', '.join(names)}" + did_you_mean(str(name), names))
+        return
+    accepted = accepted_arguments(kind, name)
+    for argument in call:
+        if argument != "name" and argument not in accepted:
+            owned = " (sequifier sets it from global_training.learning_rate)" if argument == "lr" else ""
+            problems.add(f"{where}.{argument}", f"{name} does not take this argument{owned}" + did_you_mean(argument, accepted) + f"; it takes {', '.join(accepted)}")
+
+
+def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None:
+    training = config.global_training
+    total = training.scheduler.get(EPOCH_SCHEDULE_ARGUMENT)
+    if total is None or training.scheduler_step_on != "epoch":
+        return
+    where = f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}"
+    if training.reset_optimization_on_phase:
+        problems.add(where, "do not set it for an epoch-stepped scheduler in reset mode: each phase's scheduler lasts that phase's epochs")
+        return
+    epochs = sum(phase.epochs for phase in config.training_plan.phases)
+    if total != epochs:
+        problems.add(where, f"{total} must equal the sum of all phase epochs ({epochs}) for a continuous epoch-stepped scheduler")
+
+
+def config_warnings(config: TrainConfig) -> list[str]:
+    """Valid but easily misread settings, said once before training."""
+    training = config.global_training
+    scheduler = training.scheduler or {}
+    if training.scheduler_step_on == "batch" and training.reset_optimization_on_phase and EPOCH_SCHEDULE_ARGUMENT in scheduler:
+        return [f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} applies to each phase separately (reset_optimization_on_phase is true)"]
+    return []
+
+
+def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> None:
+    phases = config.training_plan.phases
+    if not phases:
+        problems.add("training_plan.phases", "at least one phase is required")
+    names = [phase.name for phase in phases]
+    for i, phase in enumerate(phases):
+        path = f"training_plan.phases[{i}]"
+        if names.count(phase.name) > 1:
+            problems.add(f"{path}.name", f"phase name {phase.name!r} is used more than once")
+        if phase.epochs < 1:
+            problems.add(f"{path}.epochs", f"must be at least 1, got {phase.epochs}")
+        if not phase.sources:
+            problems.add(f"{path}.sources", "at least one source is required")
+        for j, source in enumerate(phase.sources):
+            check_source(config, source.source, f"{path}.sources[{j}].source", problems)
+            if source.batches_per_selection < 1:
+                problems.add(f"{path}.sources[{j}].batches_per_selection", f"must be at least 1, got {source.batches_per_selection}")
+            if source.weight <= 0:
+                problems.add(f"{path}.sources[{j}].weight", f"must be positive, got {source.weight}")
+    _check_evaluation(config, problems)
+
+
+def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
+    training = config.global_training
+    evaluation = config.evaluation
+    if evaluation is None:
+        if training.early_stopping_patience is not None:
+            problems.add("global_training.early_stopping_patience", "needs evaluation to monitor a validation metric")
+        if training.save_interval_val_loss:
+            problems.add("global_training.save_interval_val_loss", "needs evaluation to run validation")
+        return
+    if not evaluation.sources:
+        problems.add("evaluation.sources", "at least one source is required (or set evaluation: false)")
+    sources = [s.source for s in evaluation.sources]
+    for j, source in enumerate(sources):
+        check_source(config, source, f"evaluation.sources[{j}].source", problems)
+        if sources.count(source) > 1:
+            problems.add(f"evaluation.sources[{j}].source", f"{source!r} is listed more than once")
+    validation_based = config.export_onnx or config.export_pt or training.early_stopping_patience is not None or training.save_interval_val_loss
+    if evaluation.monitor is None:
+        if len(sources) > 1 and validation_based:
+            problems.add("evaluation.monitor", "required with several evaluation sources, to choose the best model and stop early: e.g. {source: " + sources[0] + ", metric: loss, mode: min}")
+    elif evaluation.monitor.source not in sources:
+        problems.add("evaluation.monitor.source", f"{evaluation.monitor.source!r} is not an evaluation source ({', '.join(sources)})" + did_you_mean(evaluation.monitor.source, sources))
+
+
+def check_source(config: TrainConfig, source: str, where: str, problems: ProblemList) -> None:
+    dataset_name, _, part = source.partition(".")
+    dataset = config.dataset_training.get(dataset_name)
+    if dataset is None:
+        problems.add(where, f"unknown dataset {dataset_name!r}" + did_you_mean(dataset_name, config.dataset_training) + f"; datasets: {', '.join(config.dataset_training)}")
+    elif part and part not in dataset.parts:
+        problems.add(where, f"unknown part {part!r} of dataset {dataset_name!r}" + did_you_mean(part, dataset.parts) + f"; parts: {', '.join(dataset.parts)}")

@@ -1,0 +1,44 @@
+"""Optimizers and learning-rate schedulers from their torch names and keyword arguments."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Iterable
+
+import torch
+
+OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
+SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR", "LinearLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts")
+TAKES_TOTAL_STEPS = {"OneCycleLR": "total_steps", "PolynomialLR": "total_iters", "LinearLR": "total_iters", "CosineAnnealingLR": "T_max"}
+OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}
+
+
+def _class(kind: str, name: str) -> type:
+    module = torch.optim if kind == "optimizer" else torch.optim.lr_scheduler
+    return getattr(module, name)
+
+
+def accepted_arguments(kind: str, name: str) -> list[str]:
+    """Keyword arguments a user may set for this optimizer or scheduler (not those sequifier owns)."""
+    parameters = inspect.signature(_class(kind, name)).parameters
+    names = [p for p in parameters if p not in OWNED_ARGUMENTS and parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
+    if kind == "scheduler" and name == "OneCycleLR":
+        names.append("total_steps")
+    return list(dict.fromkeys(names))
+
+
+def build_optimizer(parameters: Iterable[torch.nn.Parameter], learning_rate: float, config: dict[str, Any]) -> torch.optim.Optimizer:
+    arguments = {k: v for k, v in config.items() if k != "name"}
+    return _class("optimizer", config["name"])(parameters, lr=learning_rate, **arguments)
+
+
+def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | None, total_steps: int) -> Any:
+    """The configured scheduler; a duration argument it accepts but was not given becomes `total_steps`."""
+    if not config:
+        return None
+    name = config["name"]
+    arguments = {k: v for k, v in config.items() if k != "name"}
+    duration = TAKES_TOTAL_STEPS.get(name)
+    if duration and duration not in arguments:
+        arguments[duration] = total_steps
+    return _class("scheduler", name)(optimizer, **arguments)

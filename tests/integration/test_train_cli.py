@@ -1,0 +1,58 @@
+"""Flags and override forms of `sequifier train`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+from conftest import run_sequifier, tiny_train_config, write_yaml
+
+
+def printed_config(project: Path, *args: str) -> dict:
+    result = run_sequifier(["train", "--cfg", "job", *args], project)
+    assert result.returncode == 0, result.stderr
+    return yaml.safe_load(result.stdout)
+
+
+def test_flags_and_plus_tilde_overrides_reach_the_config(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    config = printed_config(reference_project, "--model-name", "renamed", "--seed", "5", "~evaluation",
+                            "+global_training.optimizer={name:Adam,betas:[0.8,0.9]}", "model.interface.decoder.prediction_length=2")
+    assert config["model_name"] == "renamed"
+    assert config["seed"] == 5
+    assert config["evaluation"] is None
+    assert config["global_training"]["optimizer"]["betas"] == [0.8, 0.9]
+    assert config["model"]["interfaces"]["default"]["decoder"]["prediction_length"] == 2
+
+
+def test_canonical_spelling_overrides_work_on_a_canonical_file(reference_project: Path):
+    config = tiny_train_config()
+    config["model"]["interfaces"] = {"main": config["model"].pop("interface")}
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    printed = printed_config(reference_project, "model.interfaces.main.decoder.prediction_length=3")
+    assert printed["model"]["interfaces"]["main"]["decoder"]["prediction_length"] == 3
+    assert printed["dataset_training"]["default"]["model_interface"] == "main"
+
+
+def test_skip_metadata_defers_metadata_checks_to_the_job(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    (reference_project / "configs" / "metadata_configs" / "events.json").unlink()
+    checked = run_sequifier(["train"], reference_project)
+    assert checked.returncode == 2 and "metadata_config_path" in checked.stderr
+    assert not (reference_project / "outputs").exists()
+    deferred = run_sequifier(["train", "--skip-metadata"], reference_project)
+    assert deferred.returncode == 2 and "metadata_config_path" in deferred.stderr
+    assert "Traceback" not in deferred.stderr
+    assert (reference_project / "outputs").exists()
+
+
+def test_valid_but_unimplemented_choices_are_refused_before_training(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    result = run_sequifier(["train", "global_training.early_stopping_patience=2", "model.backbone.architecture.shared_layer_groups=[[0,0]]"], reference_project)
+    assert result.returncode == 2
+    assert "shared_layer_groups[0]" in result.stderr
+    result = run_sequifier(["train", "global_training.early_stopping_patience=2"], reference_project)
+    assert result.returncode == 2
+    assert "global_training.early_stopping_patience: is not supported yet" in result.stderr
+    assert not (reference_project / "models").exists()
