@@ -23,7 +23,7 @@ from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.expand import expand_singletons
 from sequifier.config.fragments import compose_file
 from sequifier.config.schema import TrainConfig, hydra_defaults
-from sequifier.config.validate import validate
+from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
 SCHEMA_NAME = "sequifier_train_schema"
@@ -130,6 +130,7 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
 
 
 def canonical_config(data: dict[str, Any]) -> TrainConfig:
+    reject_historical(data)
     return validate(expand_singletons(data))
 
 

@@ -15,14 +15,24 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, did_you_mean
 
 DEFAULT_NAME = "default"
+
+
+SPELLINGS = {
+    "model": ("backbone", "interface", "interfaces"),
+    "training_plan": ("epochs", "phases"),
+}
 
 
 def expand_singletons(data: dict[str, Any]) -> dict[str, Any]:
     """Return a canonical copy of composed config data; the input is left unchanged."""
     out = copy.deepcopy(data)
+    for section, spellings in SPELLINGS.items():
+        _check_spellings(out.get(section), spellings, section)
+    if not _present(out.get("dataset")) and not _present(out.get("dataset_training")):
+        raise UserError("dataset", "no dataset is configured: add dataset (part, criterion) or dataset_training for several")
     model = out.get("model")
     if isinstance(model, dict):
         _singular_to_named(model, "interface", "interfaces", "model")
@@ -36,6 +46,15 @@ def expand_singletons(data: dict[str, Any]) -> dict[str, Any]:
     _expand_plan(out)
     _expand_evaluation(out)
     return out
+
+
+def _check_spellings(node: Any, spellings: tuple[str, ...], path: str) -> None:
+    """Misspelled keys of a section with singular and plural forms, suggested from both."""
+    if not isinstance(node, dict):
+        return
+    for key in node:
+        if key not in spellings:
+            raise UserError(f"{path}.{key}", "unknown field" + did_you_mean(str(key), spellings) + f"; {path} takes {', '.join(spellings)}")
 
 
 def _present(value: Any) -> bool:

@@ -34,8 +34,6 @@ DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 def validate(data: dict[str, Any]) -> TrainConfig:
     """Build the canonical config or raise every problem found, each with its canonical path."""
     problems = ProblemList()
-    _reject_historical(data, problems)
-    problems.raise_if_any()
     config = build(TrainConfig, data, "", problems)
     problems.raise_if_any()
     _check_device(config.device, problems)
@@ -47,7 +45,9 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     return config
 
 
-def _reject_historical(data: dict[str, Any], problems: ProblemList) -> None:
+def reject_historical(data: dict[str, Any]) -> None:
+    """The flat schema of earlier releases, named with the canonical place of each field (before expansion)."""
+    problems = ProblemList()
     for key, place in HISTORICAL_KEYS.items():
         if key in data:
             problems.add(key, f"the flat training schema is not accepted; this belongs in {place}")
@@ -60,6 +60,7 @@ def _reject_historical(data: dict[str, Any], problems: ProblemList) -> None:
         for key in ("freeze", "freezing", "freezing_except"):
             if isinstance(architecture, dict) and key in architecture:
                 problems.add(f"model.backbone.architecture.{key}", "freezing is owned by datasets: dataset_training.<name>.freeze.backbone")
+    problems.raise_if_any()
 
 
 def _check_device(device: str, problems: ProblemList) -> None:

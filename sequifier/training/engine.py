@@ -13,7 +13,7 @@ import torch
 from sequifier.config.resolve import RunSpec
 from sequifier.data.stored import load_split
 from sequifier.data.views import ViewShape, WindowTensors, gather_batch, to_tensors, training_views
-from sequifier.export.onnx import export_onnx
+from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.evaluation import Evaluation, evaluate
 from sequifier.training.losses import TargetLosses
@@ -182,21 +182,14 @@ class Trainer:
 
     def _export(self, best_state, best_epoch: int, last_epoch: int) -> list[str]:
         spec = self.spec
-        if not (spec.config.export_onnx and spec.config.export_generative_model):
-            return []
-        paths = []
-        last_path = spec.models_dir / f"{spec.model_name}-last-{last_epoch}.onnx"
-        export_onnx(self.network, spec, last_path)
-        paths.append(str(last_path))
+        paths = export_models(self.network, spec, "last", last_epoch)
         if best_state is not None:
             best_network = build_network(spec)
             best_network.load_state_dict(best_state)
-            best_path = spec.models_dir / f"{spec.model_name}-best-{best_epoch}.onnx"
-            export_onnx(best_network.to(self.device), spec, best_path)
-            paths.append(str(best_path))
+            paths += export_models(best_network.to(self.device), spec, "best", best_epoch)
         for path in paths:
             logger.info("exported %s", path)
-        return paths
+        return [str(p) for p in paths]
 
 
 def train(spec: RunSpec) -> TrainResult:
