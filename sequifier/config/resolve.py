@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sequifier.config.errors import UserError
@@ -44,6 +44,16 @@ class RunSpec:
     columns: dict[str, dict[str, ColumnSpec]]  # per interface
     project_root: Path
     run_dir: Path
+
+    def dataset_view(self, dataset: str) -> RunSpec:
+        """The run as one dataset sees it: its parts, its interface, and its artifact name.
+
+        Single-dataset runs name artifacts `<model>`, multi-dataset runs `<model>-<dataset>`.
+        """
+        interface = self.config.dataset_training[dataset].model_interface
+        name = self.model_name if len(self.config.dataset_training) == 1 else f"{self.model_name}-{dataset}"
+        parts = tuple(p for p in self.parts if p.dataset == dataset)
+        return replace(self, model_name=name, parts=parts, columns={interface: self.columns[interface]})
 
     @property
     def only_part(self) -> PartSpec:

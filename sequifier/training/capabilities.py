@@ -12,25 +12,15 @@ def check_supported(config: TrainConfig) -> None:
     """Raise every valid-but-unimplemented choice of `config`, each with its path."""
     problems = ProblemList()
     training = config.global_training
-    if len(config.dataset_training) > 1:
-        problems.add("dataset_training", f"training several datasets {NOT_YET}")
     for name, dataset in config.dataset_training.items():
         path = f"dataset_training.{name}"
-        if len(dataset.parts) > 1:
-            problems.add(f"{path}.parts", f"training several parts {NOT_YET}")
         for key in ("freeze", "class_share_log_columns"):
             if getattr(dataset, key):
                 problems.add(f"{path}.{key}", NOT_YET)
-    phases = config.training_plan.phases
-    if len(phases) > 1:
-        problems.add("training_plan.phases", f"several phases {NOT_YET}")
-    for i, phase in enumerate(phases):
-        if phase.mode != "sequential" or len(phase.sources) > 1:
-            problems.add(f"training_plan.phases[{i}]", f"interleaved or multi-source phases {NOT_YET}")
     if training.read_format != "parquet":
         problems.add("global_training.read_format", f"{training.read_format!r} {NOT_YET}")
     for key in ("distributed", "layer_autocast", "layer_type_dtypes", "save_interval_epochs", "save_interval_batches", "save_interval_minutes",
-                "save_latest_interval_minutes", "save_interval_val_loss", "early_stopping_patience", "num_workers"):
+                "save_latest_interval_minutes", "save_interval_val_loss", "num_workers"):
         if getattr(training, key):
             problems.add(f"global_training.{key}", NOT_YET)
     if training.torch_compile != "none":

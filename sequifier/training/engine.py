@@ -1,4 +1,4 @@
-"""The training loop: epochs of shuffled views, optimizer steps, validation, best/last tracking and export."""
+"""The training loop: phases of planned batches, accumulation windows, validation, best/last models and export."""
 
 from __future__ import annotations
 
@@ -11,14 +11,16 @@ from dataclasses import dataclass
 import torch
 
 from sequifier.config.resolve import RunSpec
-from sequifier.data.stored import load_split
-from sequifier.data.views import ViewShape, WindowTensors, gather_batch, to_tensors, training_views
+from sequifier.data.datasets import PartData, load_parts, shuffled_batches, view_shape
+from sequifier.data.views import gather_batch
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
-from sequifier.training.evaluation import Evaluation, evaluate
+from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.losses import TargetLosses
 from sequifier.training.metrics import MetricsFile, attach_log_file
-from sequifier.training.optimization import build_optimizer, build_scheduler
+from sequifier.training.monitor import Monitor
+from sequifier.training.optimization import OptimizationLifecycle
+from sequifier.training.plan import PlannedBatch, phase_epoch, stream_seed
 
 logger = logging.getLogger("sequifier")
 PROGRESS_SECONDS = 10.0
@@ -35,161 +37,226 @@ class TrainResult:
 
 
 class Trainer:
-    """Owns the network, data, optimizer and metric files of one run."""
+    """Owns the network, data, optimization lifecycle and metric files of one run."""
 
     def __init__(self, spec: RunSpec):
         self.spec = spec
         config = spec.config
-        training = config.global_training
+        self.training = config.global_training
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
-        self.generator = torch.Generator().manual_seed(config.seed)
         self.network: SequifierNetwork = build_network(spec).to(self.device)
-        interface = spec.interface
-        self.input_columns = interface.input_columns
-        self.target_columns = interface.target_columns
-        self.shape = ViewShape(training.context_length, training.target_offset, interface.decoder.prediction_length, training.window_stride)
-        dataset = config.dataset_training[spec.dataset_name]
-        decoder = self.network.interfaces[spec.interface_name].decoder
-        targets = [spec.interface_columns[c] for c in self.target_columns]
-        class_ids = {t.name: decoder.class_ids(t.name).cpu() for t in targets if t.kind == "categorical"}
-        self.losses = TargetLosses(targets, dict(dataset.criterion), dict(dataset.loss_weights or {}), class_ids)
-        self.optimizer = build_optimizer(self.network.parameters(), training.learning_rate, training.optimizer)
-        self.train_windows = self._load(spec.train_path)
-        self.train_views = training_views(self.train_windows, self.shape)
-        self.validation_windows = self._load(spec.validation_path) if spec.validation_path else None
-        self.validation_views = training_views(self.validation_windows, self.shape) if self.validation_windows else None
+        self.parts = load_parts(spec)
+        self.losses = {name: self._target_losses(name) for name in config.dataset_training}
+        self.views = {dataset: spec.dataset_view(dataset) for dataset in config.dataset_training}
+        self.schedules = [[self._schedule(p, e) for e in range(1, phase.epochs + 1)] for p, phase in enumerate(config.training_plan.phases)]
+        phase_steps = [sum(self._optimizer_steps(schedule) for schedule in epochs) for epochs in self.schedules]
+        phase_epochs = [phase.epochs for phase in config.training_plan.phases]
+        self.optimization = OptimizationLifecycle(list(self.network.parameters()), self.training, phase_epochs, phase_steps)
+        self.monitor = Monitor(config)
         self.global_step = 0
-        epochs = config.training_plan.phases[0].epochs
-        steps_per_epoch = math.ceil(math.ceil(len(self.train_views[0]) / training.batch_size) / training.accumulation_steps)
-        self.step_scheduler_on_batch = training.scheduler_step_on == "batch"
-        total = epochs * steps_per_epoch if self.step_scheduler_on_batch else epochs
-        self.scheduler = build_scheduler(self.optimizer, training.scheduler, total)
+        self.pending: list[str] = []  # datasets of the microbatches in the open accumulation window
 
-    def _load(self, path) -> WindowTensors:
-        columns = sorted(set(self.input_columns) | set(self.target_columns))
-        categorical = {name for name, c in self.spec.interface_columns.items() if c.kind == "categorical"}
-        return to_tensors(load_split(path, columns, categorical), categorical)
+    def _target_losses(self, dataset_name: str) -> TargetLosses:
+        dataset = self.spec.config.dataset_training[dataset_name]
+        interface = dataset.model_interface
+        columns = self.spec.columns[interface]
+        targets = [columns[c] for c in self.spec.config.model.interfaces[interface].target_columns]
+        decoder = self.network.interfaces[interface].decoder
+        class_ids = {t.name: decoder.class_ids(t.name).cpu() for t in targets if t.kind == "categorical"}
+        return TargetLosses(targets, dict(dataset.criterion), dict(dataset.loss_weights or {}), class_ids)
+
+    def _batches(self, part: PartData, phase: int, epoch: int) -> list[torch.Tensor]:
+        seed = stream_seed(self.spec.config.seed, "shuffle", phase, epoch, part.spec.dataset, part.spec.part)
+        return shuffled_batches(part.train, self.training.batch_size, seed)
+
+    def _schedule(self, phase_index: int, epoch: int) -> list[PlannedBatch]:
+        counts = {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
+        phase = self.spec.config.training_plan.phases[phase_index]
+        return phase_epoch(self.spec.config, phase, counts, stream_seed(self.spec.config.seed, "select", phase_index, epoch))
+
+    def _optimizer_steps(self, schedule: list[PlannedBatch]) -> int:
+        """Updates one epoch makes: full windows, plus a flush at every dataset change and at the end."""
+        steps, window, dataset = 0, 0, None
+        for planned in schedule:
+            if window and planned.dataset != dataset:
+                steps, window = steps + 1, 0
+            dataset, window = planned.dataset, window + 1
+            if window == self.training.accumulation_steps:
+                steps, window = steps + 1, 0
+        return steps + (1 if window else 0)
 
     def run(self) -> TrainResult:
         spec = self.spec
         handler = attach_log_file(spec.logs_dir, spec.model_name)
-        training_metrics = MetricsFile(spec.logs_dir / "training-metrics.csv", spec.run_dir.name)
-        validation_metrics = MetricsFile(spec.logs_dir / "validation-metrics.csv", spec.run_dir.name)
+        self.metrics = {name: (MetricsFile(view.logs_dir / "training-metrics.csv", spec.run_dir.name),
+                               MetricsFile(view.logs_dir / "validation-metrics.csv", spec.run_dir.name)) for name, view in self.views.items()}
         try:
-            return self._run(training_metrics, validation_metrics)
+            return self._run()
         finally:
-            training_metrics.close()
-            validation_metrics.close()
-            logging.getLogger("sequifier").removeHandler(handler)
+            for files in self.metrics.values():
+                for metrics_file in files:
+                    metrics_file.close()
+            logger.removeHandler(handler)
             handler.close()
 
-    def _run(self, training_metrics: MetricsFile, validation_metrics: MetricsFile) -> TrainResult:
-        spec = self.spec
-        phase = spec.config.training_plan.phases[0]
+    def _run(self) -> TrainResult:
+        config = self.spec.config
         n_params = sum(p.numel() for p in self.network.parameters())
-        logger.info("training %s: %d parameters, %d training views, %s validation views, phase %r for %d epochs",
-                    spec.model_name, n_params, len(self.train_views[0]),
-                    len(self.validation_views[0]) if self.validation_views else "no", phase.name, phase.epochs)
-        best_loss, best_epoch, best_state = math.inf, 0, None
-        evaluation: Evaluation | None = None
-        for epoch in range(1, phase.epochs + 1):
-            lr = self.optimizer.param_groups[0]["lr"]
-            train_loss, samples_per_second = self._train_epoch(epoch, phase.epochs)
-            if self.scheduler is not None and not self.step_scheduler_on_batch:
-                self.scheduler.step()
-            common = dict(phase=phase.name, dataset=spec.dataset_name, part=spec.part_name, epoch=epoch, global_step=self.global_step, learning_rate=lr)
-            training_metrics.write(**common, target="aggregate", metric="loss", value=train_loss, samples_per_second=samples_per_second)
-            monitored = train_loss
-            if self.validation_views is not None:
-                evaluation = evaluate(self.network, spec.interface_name, self.validation_windows, self.validation_views, self.shape,
-                                      self.input_columns, self.losses, spec.config.global_training.inference_batch_size, self.device)
-                for target in self.target_columns:
-                    validation_metrics.write(**common, target=target, metric="loss", value=evaluation.losses[target], samples_per_second="")
-                    validation_metrics.write(**common, target=target, metric="baseline_loss", value=evaluation.baseline[target], samples_per_second="")
-                validation_metrics.write(**common, target="aggregate", metric="loss", value=evaluation.loss, samples_per_second="")
-                validation_metrics.write(**common, target="aggregate", metric="baseline_loss", value=evaluation.baseline_loss, samples_per_second="")
-                per_target = ", ".join(f"{t} {evaluation.losses[t]:.4f} (baseline {evaluation.baseline[t]:.4f})" for t in self.target_columns)
-                logger.info("epoch %d validation loss %.4f (persistence baseline %.4f): %s", epoch, evaluation.loss, evaluation.baseline_loss, per_target)
-                monitored = evaluation.loss
-            if monitored < best_loss:
-                best_loss, best_epoch, best_state = monitored, epoch, copy.deepcopy(self.network.state_dict())
-        exported = self._export(best_state, best_epoch, phase.epochs)
-        return TrainResult(
-            model_name=spec.model_name,
-            best_epoch=best_epoch,
-            monitored_loss=best_loss,
-            final_validation=dict(evaluation.losses) if evaluation else {},
-            final_baseline=dict(evaluation.baseline) if evaluation else {},
-            exported=exported,
-        )
+        views = ", ".join(f"{d}.{p}: {len(part.train)}" for (d, p), part in self.parts.items())
+        logger.info("training %s: %d parameters; training views %s", self.spec.model_name, n_params, views)
+        best_state, last_epoch, evaluation = None, 0, None
+        for phase_index, phase in enumerate(config.training_plan.phases):
+            self.optimization.begin_phase(phase_index)
+            for epoch in range(1, phase.epochs + 1):
+                last_epoch += 1
+                training_loss = self._train_epoch(phase_index, epoch, last_epoch)
+                evaluation = self._validate(phase.name, last_epoch)
+                if self.monitor.update(last_epoch, evaluation, training_loss):
+                    best_state = copy.deepcopy(self.network.state_dict())
+                if self.monitor.should_stop(last_epoch):
+                    logger.info("early stopping after epoch %d: no improvement of %s for %d epochs", last_epoch, self.monitor.description, self.training.early_stopping_patience)
+                    return self._finish(best_state, last_epoch, evaluation)
+        return self._finish(best_state, last_epoch, evaluation)
 
-    def _train_epoch(self, epoch: int, epochs: int) -> tuple[float, float]:
-        training = self.spec.config.global_training
-        window_index, end_slot = self.train_views
-        order = torch.randperm(len(window_index), generator=self.generator)
-        batch_size = training.batch_size
-        n_batches = math.ceil(len(order) / batch_size)
+    def _train_epoch(self, phase_index: int, epoch: int, global_epoch: int) -> float:
+        phase = self.spec.config.training_plan.phases[phase_index]
+        schedule = self.schedules[phase_index][epoch - 1]
+        batches = {key: self._batches(part, phase_index, epoch) for key, part in self.parts.items()}
+        totals = {key: Totals() for key in self.parts}
+        self.epoch_learning_rate = self.optimization.learning_rate
         self.network.train()
         started = last_report = time.perf_counter()
-        loss_sum, loss_batches, pending = 0.0, 0, 0
-        for batch_number, start in enumerate(range(0, len(order), batch_size), 1):
-            chosen = order[start : start + batch_size]
-            batch = gather_batch(self.train_windows, window_index[chosen], end_slot[chosen], self.shape, self.input_columns, self.target_columns)
-            loss = self._loss(batch)
-            loss.backward()
-            pending += 1
-            loss_sum += float(loss.detach())
-            loss_batches += 1
-            if pending == training.accumulation_steps or batch_number == n_batches:
-                self._step(pending)
-                pending = 0
+        samples = 0
+        for number, planned in enumerate(schedule, 1):
+            key = (planned.dataset, planned.part)
+            if self.pending and self.pending[-1] != planned.dataset:
+                self._flush()
+            samples += self._microbatch(self.parts[key], batches[key][planned.batch], totals[key])
+            self.pending.append(planned.dataset)
+            if len(self.pending) == self.training.accumulation_steps:
+                self._flush()
             now = time.perf_counter()
             if now - last_report > PROGRESS_SECONDS:
                 last_report = now
-                rate = batch_number / (now - started)
-                logger.info("epoch %d/%d batch %d/%d loss %.4f, %.0f samples/s, epoch ETA %.0fs", epoch, epochs, batch_number, n_batches,
-                            loss_sum / loss_batches, rate * batch_size, (n_batches - batch_number) / rate)
-        elapsed = time.perf_counter() - started
-        mean_loss = loss_sum / max(loss_batches, 1)
-        samples_per_second = len(order) / elapsed if elapsed > 0 else 0.0
-        logger.info("epoch %d/%d training loss %.4f, %.0f samples/s", epoch, epochs, mean_loss, samples_per_second)
-        return mean_loss, samples_per_second
+                rate = number / (now - started)
+                logger.info("phase %s epoch %d batch %d/%d, %.0f samples/s, epoch ETA %.0fs", phase.name, epoch, number, len(schedule),
+                            samples / (now - started), (len(schedule) - number) / rate)
+        self._flush()
+        self.optimization.end_epoch()
+        elapsed = max(time.perf_counter() - started, 1e-9)
+        return self._log_training(phase.name, global_epoch, totals, samples / elapsed)
 
-    def _loss(self, batch) -> torch.Tensor:
-        inputs = {k: v.to(self.device, non_blocking=True) for k, v in batch.inputs.items()}
-        targets = {k: v.to(self.device, non_blocking=True) for k, v in batch.targets.items()}
-        valid = batch.target_valid.to(self.device)
+    def _microbatch(self, part: PartData, chosen: torch.Tensor, totals: Totals) -> int:
+        losses = self.losses[part.spec.dataset]
+        interface = self.spec.config.model.interfaces[part.interface]
+        shape = view_shape(self.spec, part.interface)
+        split = part.train
+        batch = gather_batch(split.windows, split.window_index[chosen], split.end_slot[chosen], shape, interface.input_columns, interface.target_columns)
+        inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
+        targets = {k: v.to(self.device) for k, v in batch.targets.items()}
         pad = batch.left_pad_lengths.to(self.device) if batch.left_pad_lengths is not None else None
-        outputs = self.network(self.spec.interface_name, inputs, pad)
-        sums = self.losses.sums(outputs, targets, valid)
+        outputs = self.network(part.interface, inputs, pad)
+        sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
         means = {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
-        return self.losses.aggregate(means)
+        loss = losses.aggregate(means)
+        if loss.requires_grad:
+            loss.backward()
+        totals.add(Totals(loss={n: float(t.detach()) for n, (t, _) in sums.items()}, count={n: int(c) for n, (_, c) in sums.items()}))
+        return len(chosen)
 
-    def _step(self, microbatches: int) -> None:
-        if microbatches > 1:
+    def _flush(self) -> None:
+        """Close the accumulation window: average over its actual microbatch count, clip, step."""
+        if not self.pending:
+            return
+        count = len(self.pending)
+        self.pending = []
+        if count > 1:
             for parameter in self.network.parameters():
                 if parameter.grad is not None:
-                    parameter.grad.div_(microbatches)
-        clip = self.spec.config.global_training.gradient_clip
-        if clip:
-            torch.nn.utils.clip_grad_norm_(self.network.parameters(), clip)
-        self.optimizer.step()
-        self.optimizer.zero_grad(set_to_none=True)
+                    parameter.grad.div_(count)
+        if self.training.gradient_clip:
+            torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.training.gradient_clip)
+        self.optimization.step()
         self.global_step += 1
-        if self.scheduler is not None and self.step_scheduler_on_batch:
-            self.scheduler.step()
 
-    def _export(self, best_state, best_epoch: int, last_epoch: int) -> list[str]:
-        spec = self.spec
-        paths = export_models(self.network, spec, "last", last_epoch)
+    def _common(self, phase: str, dataset: str, part: str, epoch: int) -> dict:
+        return dict(phase=phase, dataset=dataset, part=part, epoch=epoch, global_step=self.global_step, learning_rate=self.epoch_learning_rate)
+
+    def _log_training(self, phase: str, epoch: int, totals: dict[tuple[str, str], Totals], samples_per_second: float) -> float:
+        """Per-part, per-target training losses; returns the mean aggregate over datasets."""
+        aggregates = []
+        for dataset in self.spec.config.dataset_training:
+            losses = self.losses[dataset]
+            combined = Totals()
+            for (d, part), part_totals in totals.items():
+                if d != dataset or not part_totals.count:
+                    continue
+                combined.add(part_totals)
+                means = {t: part_totals.loss[t] / max(part_totals.count[t], 1) for t in part_totals.loss}
+                for target, value in means.items():
+                    self.metrics[dataset][0].write(**self._common(phase, dataset, part, epoch), target=target, metric="loss", value=value, samples_per_second="")
+            if combined.count:
+                means = {t: combined.loss[t] / max(combined.count[t], 1) for t in combined.loss}
+                aggregate = float(losses.aggregate(means))
+                aggregates.append(aggregate)
+                self.metrics[dataset][0].write(**self._common(phase, dataset, "", epoch), target="aggregate", metric="loss", value=aggregate, samples_per_second=samples_per_second)
+                logger.info("epoch %d (%s) %s training loss %.4f, %.0f samples/s", epoch, phase, dataset, aggregate, samples_per_second)
+        return sum(aggregates) / len(aggregates) if aggregates else float("nan")
+
+    def _validate(self, phase: str, epoch: int) -> dict[str, Evaluation]:
+        """Evaluation of every evaluation source: its parts' totals combined."""
+        results = {}
+        evaluation = self.spec.config.evaluation
+        for source in (evaluation.sources if evaluation else ()):
+            dataset, _, only_part = source.source.partition(".")
+            losses = self.losses[dataset]
+            combined = Totals()
+            for (d, part), data in self.parts.items():
+                if d != dataset or (only_part and part != only_part) or data.validation is None:
+                    continue
+                interface = self.spec.config.model.interfaces[data.interface]
+                part_totals = evaluate_split(self.network, data.interface, data.validation, view_shape(self.spec, data.interface),
+                                             interface.input_columns, losses, self.training.inference_batch_size, self.device)
+                combined.add(part_totals)
+                self._write_validation(phase, dataset, part, epoch, summarize(part_totals, losses))
+            result = summarize(combined, losses)
+            results[source.source] = result
+            self._write_validation(phase, dataset, only_part, epoch, result, aggregate_only=True)
+            per_target = ", ".join(f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses)
+            logger.info("epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s", epoch, result.loss, result.baseline_loss, source.source, per_target)
+        return results
+
+    def _write_validation(self, phase: str, dataset: str, part: str, epoch: int, result: Evaluation, aggregate_only: bool = False) -> None:
+        metrics = self.metrics[dataset][1]
+        common = self._common(phase, dataset, part, epoch)
+        rows = [("aggregate", result.loss, result.baseline_loss)] if aggregate_only else [(t, result.losses[t], result.baseline[t]) for t in result.losses]
+        for target, loss, baseline in rows:
+            metrics.write(**common, target=target, metric="loss", value=loss, samples_per_second="")
+            metrics.write(**common, target=target, metric="baseline_loss", value=baseline, samples_per_second="")
+
+    def _finish(self, best_state, last_epoch: int, evaluation: dict[str, Evaluation] | None) -> TrainResult:
+        exported = []
+        best_network = None
         if best_state is not None:
-            best_network = build_network(spec)
+            best_network = build_network(self.spec)
             best_network.load_state_dict(best_state)
-            paths += export_models(best_network.to(self.device), spec, "best", best_epoch)
-        for path in paths:
+            best_network.to(self.device)
+        for view in self.views.values():
+            exported += export_models(self.network, view, "last", last_epoch)
+            if best_network is not None:
+                exported += export_models(best_network, view, "best", self.monitor.best_epoch)
+        for path in exported:
             logger.info("exported %s", path)
-        return [str(p) for p in paths]
+        monitored = evaluation.get(self.monitor.source) if evaluation and self.monitor.source else None
+        return TrainResult(
+            model_name=self.spec.model_name,
+            best_epoch=self.monitor.best_epoch,
+            monitored_loss=self.monitor.best_value,
+            final_validation=dict(monitored.losses) if monitored else {},
+            final_baseline=dict(monitored.baseline) if monitored else {},
+            exported=[str(p) for p in exported],
+        )
 
 
 def train(spec: RunSpec) -> TrainResult:

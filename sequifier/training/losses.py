@@ -50,8 +50,11 @@ class TargetLosses:
         return result
 
     def aggregate(self, means: dict[str, Tensor | float]) -> Tensor | float:
-        """The weighted sum of per-target mean losses: what is optimized and reported."""
-        return sum(self.weights[name] * value for name, value in means.items())
+        """The weighted sum of per-target mean losses: what is optimized and reported.
+
+        Zero-weight targets are left out, so they put nothing (not even zeros) into the backward pass.
+        """
+        return sum(self.weights[name] * value for name, value in means.items() if self.weights[name] > 0)
 
 
 def persistence_loss_categorical(repeats: int, total: int, n_predictable: int) -> float:

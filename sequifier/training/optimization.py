@@ -42,3 +42,41 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | N
     if duration and duration not in arguments:
         arguments[duration] = total_steps
     return _class("scheduler", name)(optimizer, **arguments)
+
+
+class OptimizationLifecycle:
+    """Optimizer and scheduler across phases: new ones at every phase (reset) or one for the run (continuous).
+
+    A scheduler's duration argument, when it takes one and the config leaves it out, is the
+    active phase's epochs (or optimizer steps, when stepped per batch) in reset mode, and
+    the sum over all phases in continuous mode.
+    """
+
+    def __init__(self, parameters: list[torch.nn.Parameter], training, phase_epochs: list[int], phase_steps: list[int]):
+        self.parameters = parameters
+        self.training = training
+        self.per_batch = training.scheduler_step_on == "batch"
+        durations = phase_steps if self.per_batch else phase_epochs
+        self.durations = durations if training.reset_optimization_on_phase else [sum(durations)] * len(durations)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self.scheduler: Any = None
+
+    def begin_phase(self, index: int) -> None:
+        if self.optimizer is None or self.training.reset_optimization_on_phase:
+            self.optimizer = build_optimizer(self.parameters, self.training.learning_rate, self.training.optimizer)
+            self.scheduler = build_scheduler(self.optimizer, self.training.scheduler, self.durations[index])
+
+    def step(self) -> None:
+        """One optimizer update (gradients already averaged and clipped)."""
+        self.optimizer.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.scheduler is not None and self.per_batch:
+            self.scheduler.step()
+
+    def end_epoch(self) -> None:
+        if self.scheduler is not None and not self.per_batch:
+            self.scheduler.step()
+
+    @property
+    def learning_rate(self) -> float:
+        return self.optimizer.param_groups[0]["lr"]

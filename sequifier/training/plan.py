@@ -1,0 +1,63 @@
+"""Training plans: the order in which a phase epoch visits the batches of its sources.
+
+A source is a dataset (all its parts, in declaration order) or one `dataset.part`. A
+sequential phase exhausts each source in listed order. An interleaved phase repeatedly
+selects a source that still has batches, round robin or weighted at random, and takes at
+most `batches_per_selection` batches from it; every source is exhausted exactly once per
+epoch, so weights change order and burst frequency, never the amount of data.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass
+
+from sequifier.config.schema import PhaseConfig, TrainConfig
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """The `batch`-th batch of one part's shuffled views, reached through `source`."""
+
+    source: str
+    dataset: str
+    part: str
+    batch: int
+
+
+def stream_seed(seed: int, *labels: object) -> int:
+    """A seed for one named random stream of the run (shuffles, selections), stable across runs."""
+    text = "\x1f".join(str(x) for x in (seed, *labels))
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & (2**63 - 1)
+
+
+def source_parts(config: TrainConfig, source: str) -> list[tuple[str, str]]:
+    """(dataset, part) pairs a source iterates, in declaration order."""
+    dataset, _, part = source.partition(".")
+    if part:
+        return [(dataset, part)]
+    return [(dataset, name) for name in config.dataset_training[dataset].parts]
+
+
+def phase_epoch(config: TrainConfig, phase: PhaseConfig, batch_counts: dict[tuple[str, str], int], seed: int) -> list[PlannedBatch]:
+    """Every batch of one epoch of `phase`, in training order."""
+    queues = [[PlannedBatch(s.source, d, p, b) for d, p in source_parts(config, s.source) for b in range(batch_counts[(d, p)])] for s in phase.sources]
+    if phase.mode == "sequential":
+        return [batch for queue in queues for batch in queue]
+    rng = random.Random(seed)
+    positions = [0] * len(queues)
+    order: list[PlannedBatch] = []
+    turn = 0
+    while True:
+        open_sources = [i for i, queue in enumerate(queues) if positions[i] < len(queue)]
+        if not open_sources:
+            return order
+        if phase.selection == "round_robin":
+            chosen = min(open_sources, key=lambda i: (i - turn) % len(queues))
+            turn = chosen + 1
+        else:
+            chosen = rng.choices(open_sources, weights=[phase.sources[i].weight for i in open_sources])[0]
+        take = phase.sources[chosen].batches_per_selection
+        order += queues[chosen][positions[chosen] : positions[chosen] + take]
+        positions[chosen] += take

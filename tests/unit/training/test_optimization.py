@@ -1,0 +1,58 @@
+"""Reset and continuous optimization across a phase boundary."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sequifier.config.schema import GlobalTrainingConfig
+from sequifier.training.optimization import OptimizationLifecycle
+
+
+def lifecycle(reset: bool, step_on: str, scheduler: dict) -> OptimizationLifecycle:
+    training = GlobalTrainingConfig(context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler,
+                                    scheduler_step_on=step_on, reset_optimization_on_phase=reset)
+    parameter = torch.nn.Parameter(torch.ones(3))
+    return OptimizationLifecycle([parameter], training, phase_epochs=[2, 2], phase_steps=[3, 3])
+
+
+def run_epochs(cycle: OptimizationLifecycle, steps_per_epoch: int) -> list[float]:
+    """Learning rate seen at every optimizer step over two phases of two epochs."""
+    rates = []
+    for phase in (0, 1):
+        cycle.begin_phase(phase)
+        for _ in range(2):
+            for _ in range(steps_per_epoch):
+                cycle.parameters[0].grad = torch.ones(3)
+                rates.append(cycle.learning_rate)
+                cycle.step()
+            cycle.end_epoch()
+    return rates
+
+
+@pytest.mark.parametrize("reset, expected", [(True, [0.1, 0.05, 0.1, 0.05]), (False, [0.1, 0.05, 0.025, 0.0125])])
+def test_epoch_stepped_scheduler(reset, expected):
+    rates = run_epochs(lifecycle(reset, "epoch", {"name": "StepLR", "step_size": 1, "gamma": 0.5}), steps_per_epoch=1)
+    assert rates == pytest.approx(expected)
+
+
+def test_batch_stepped_scheduler_lasts_each_phase_in_reset_mode_and_the_run_in_continuous_mode():
+    reset = run_epochs(lifecycle(True, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1)
+    assert reset[:2] == pytest.approx([0.1, 0.1 * 2 / 3]) and reset[2:] == pytest.approx(reset[:2])
+    continuous = run_epochs(lifecycle(False, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1)
+    assert continuous == pytest.approx([0.1 * (1 - i / 6) for i in range(4)])
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_optimizer_state_across_the_phase_boundary(reset):
+    cycle = lifecycle(reset, "epoch", None)
+    cycle.begin_phase(0)
+    cycle.parameters[0].grad = torch.ones(3)
+    cycle.step()
+    first = cycle.optimizer
+    cycle.begin_phase(1)
+    state = cycle.optimizer.state.get(cycle.parameters[0], {})
+    if reset:
+        assert cycle.optimizer is not first and state == {}
+    else:
+        assert cycle.optimizer is first and int(state["step"]) == 1
