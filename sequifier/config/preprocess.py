@@ -6,7 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from sequifier.config.files import read_yaml_mapping
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
+from sequifier.config.errors import UserError
+from sequifier.config.fragments import KEY as FRAGMENTS_KEY
+from sequifier.config.fragments import compose_file
 from sequifier.config.typed import ProblemList, build, option
 
 ID_COLUMNS = ("sequenceId", "itemPosition")
@@ -24,12 +29,12 @@ PARQUET = {"pq": "parquet"}
 class PreprocessConfig:
     """A preprocess config; once loaded, both paths are absolute `Path`s and read_format and window_stride are set."""
 
-    preprocessing_data_path: Union[str, Path] = option(doc="the input CSV or Parquet file, relative to project_root (alias: data_path)")
+    preprocessing_data_path: Union[str, Path] = option(doc="the input CSV/Parquet file or folder of files, relative to project_root (alias: data_path)")
     window_length: int = option(doc="items per stored window")
     project_root: Union[str, Path] = option(".", "folder outputs go to and relative paths resolve against (relative: to the working directory)")
-    read_format: Optional[str] = option(None, "input format (default: from the file suffix)", choices=("csv", "parquet", "pt"), aliases=PARQUET)
-    write_format: str = option("parquet", "format of the stored splits", choices=("parquet", "csv", "pt"), aliases=PARQUET)
-    merge_output: bool = option(True, "write one file per split")
+    read_format: Optional[str] = option(None, "input format (default: from the file suffix, or the suffixes in the folder)", choices=("csv", "parquet", "pt"), aliases=PARQUET)
+    write_format: str = option("parquet", "format of the stored splits: parquet (merged or sharded), pt (sharded), csv (merged)", choices=("parquet", "csv", "pt"), aliases=PARQUET)
+    merge_output: bool = option(True, "write one file per split (false: a folder of shards per split)")
     selected_columns: Optional[tuple[str, ...]] = option(None, "feature columns to keep, in order (default: all but the identifiers)")
     categorical_columns: Optional[tuple[str, ...]] = option(None, "selected columns forced to be categorical")
     real_columns: Optional[tuple[str, ...]] = option(None, "selected columns forced to be real-valued")
@@ -38,32 +43,37 @@ class PreprocessConfig:
     split_ratios: tuple[float, ...] = option((0.8, 0.1, 0.1), "share of each split; positive and summing to 1")
     split_method: str = option("within_sequence", "how rows are assigned to splits", choices=("within_sequence", "between_sequence", "value_cutoff"))
     split_column: Optional[str] = option(None, "column whose values decide the split (value_cutoff only)")
-    split_values: Optional[tuple[Any, ...]] = option(None, "cutoff values of split_column (value_cutoff only)")
+    split_values: Optional[tuple[Any, ...]] = option(None, "increasing cutoffs of split_column, one fewer than the splits (value_cutoff only)")
     window_stride: Optional[int] = option(None, "items between the starts of consecutive windows (default: window_length)")
     max_target_offset: int = option(1, "largest target offset training may use; windows hold one item more")
-    max_rows: Optional[int] = option(None, "read only the first max_rows rows of the input")
-    seed: int = option(1010, "seed of the preprocessing randomness")
-    n_cores: int = option(1, "worker processes")
-    batches_per_file: Optional[int] = option(None, "batches per output file (sharded output only)")
+    max_rows: Optional[int] = option(None, "read only the first max_rows rows of the input (files in name order)")
+    seed: int = option(1010, "seed of the preprocessing randomness (the between_sequence assignment)")
+    randomize: bool = option(False, "draw a fresh seed instead of `seed`; it is printed and recorded in the metadata as `seed`")
+    n_cores: int = option(1, "worker processes over sequence groups")
+    batches_per_file: Optional[int] = option(None, "sequence groups per shard file (sharded output only; default 1)")
     metadata_config_path: Optional[str] = option(None, "an earlier metadata config to reuse id maps and statistics from")
     depth_layouts: Optional[dict[str, Any]] = option(None, "per-column depth layouts")
 
     @property
     def data_name(self) -> str:
-        """Basename of the input, used to name outputs (`events` for `data/events.csv`)."""
+        """Basename of the input, used to name outputs (`events` for `data/events.csv` or folder `data/events/`)."""
         path = Path(self.preprocessing_data_path)
-        return path.stem if path.suffix else path.name
+        return path.name if path.is_dir() or not path.suffix else path.stem
 
     @property
     def effective_window_stride(self) -> int:
         return self.window_stride if self.window_stride is not None else self.window_length
 
+    @property
+    def n_splits(self) -> int:
+        return len(self.split_ratios)
+
 
 def load_preprocess_config(
-    config_path: Path, data_path: str | None = None, selected_columns: list[str] | None = None
+    config_path: Path, data_path: str | None = None, selected_columns: list[str] | None = None, randomize: bool = False
 ) -> PreprocessConfig:
-    """Read and validate a preprocess YAML; `data_path`/`selected_columns` override the file's values."""
-    data = read_yaml_mapping(Path(config_path))
+    """Read and validate a preprocess YAML (with its additional_config_paths fragments); arguments override the file."""
+    data = _composed(Path(config_path))
     problems = ProblemList()
     for alias, key in KEY_ALIASES.items():
         if alias in data and key in data:
@@ -74,6 +84,8 @@ def load_preprocess_config(
         data["preprocessing_data_path"] = str(data_path)
     if selected_columns is not None:
         data["selected_columns"] = list(selected_columns)
+    if randomize:
+        data["randomize"] = True
     config = build(PreprocessConfig, data, "", problems)
     problems.raise_if_any()
     _check(config, problems)
@@ -81,6 +93,17 @@ def load_preprocess_config(
     config = _resolved(config, problems)
     problems.raise_if_any()
     return config
+
+
+def _composed(config_path: Path) -> dict[str, Any]:
+    """The entry file merged with its fragments, interpolations resolved, the fragment list removed."""
+    data = compose_file(config_path)
+    try:
+        data = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
+    except OmegaConfBaseException as error:
+        raise UserError(str(config_path), "cannot resolve interpolation: " + " ".join(str(error).split())) from None
+    data.pop(FRAGMENTS_KEY, None)
+    return data
 
 
 def _check(config: PreprocessConfig, problems: ProblemList) -> None:
@@ -101,25 +124,65 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
             problems.add(key, "lists a column more than once")
     if set(config.selected_columns or ()) & set(ID_COLUMNS):
         problems.add("selected_columns", "must not list sequenceId or itemPosition (they are always used)")
-    not_supported_yet = (
-        ("read_format", config.read_format == "pt", "reading pt input is not supported yet (use csv or parquet)"),
-        ("write_format", config.write_format != "parquet", f"{config.write_format!r} output is not supported yet (use parquet)"),
-        ("merge_output", not config.merge_output, "unmerged (sharded) output is not supported yet (use true)"),
-        ("split_method", config.split_method != "within_sequence", f"{config.split_method!r} is not supported yet (use within_sequence)"),
-        ("metadata_config_path", config.metadata_config_path is not None, "reusing an earlier metadata config is not supported yet"),
-        ("depth_layouts", bool(config.depth_layouts), "depth layouts are not supported yet"),
-    )
-    for key, used, problem in not_supported_yet:
-        if used:
-            problems.add(key, problem)
+    _check_output_form(config, problems)
+    _check_split_policy(config, problems)
+    if config.read_format == "pt":
+        problems.add("read_format", "reading pt input is not supported (use csv or parquet)")
+    if config.depth_layouts:
+        problems.add("depth_layouts", "depth layouts are not supported yet")
+
+
+def _check_output_form(config: PreprocessConfig, problems: ProblemList) -> None:
+    if config.write_format == "pt" and config.merge_output:
+        problems.add("merge_output", "write_format 'pt' writes a folder of shards per split; set merge_output: false")
+    if config.write_format == "csv" and not config.merge_output:
+        problems.add("merge_output", "write_format 'csv' is written as one file per split; set merge_output: true (or use parquet/pt shards)")
+
+
+def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None:
+    if config.split_method != "value_cutoff":
+        for key in ("split_column", "split_values"):
+            if getattr(config, key) is not None:
+                problems.add(key, f"only applies to split_method value_cutoff (split_method is {config.split_method!r})")
+        return
+    if config.split_column is None:
+        problems.add("split_column", "value_cutoff needs the column whose values decide the split")
+    if config.split_column in ID_COLUMNS:
+        problems.add("split_column", f"cannot be {config.split_column}")
+    values = config.split_values
+    if not values:
+        problems.add("split_values", "value_cutoff needs the cutoffs, one fewer than the splits")
+        return
+    if len(values) != len(config.split_ratios) - 1:
+        problems.add("split_values", f"{len(values)} cutoff(s) make {len(values) + 1} splits, but split_ratios lists {len(config.split_ratios)}")
+    if not all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in values):
+        problems.add("split_values", "cutoffs must be numbers or strings (dates and times as ISO strings)")
+    elif len({type(v) is str for v in values}) > 1:
+        problems.add("split_values", "mixes numbers and strings")
+    elif any(not a < b for a, b in zip(values, values[1:])):
+        problems.add("split_values", f"must be strictly increasing, got {list(values)}")
+
+
+def _folder_read_format(folder: Path, problems: ProblemList) -> Optional[str]:
+    formats = {READ_FORMATS[p.suffix.lower()] for p in folder.iterdir() if p.is_file() and p.suffix.lower() in READ_FORMATS}
+    if len(formats) > 1:
+        problems.add("read_format", f"{folder} holds both csv and parquet files; set read_format to choose")
+    elif not formats:
+        problems.add(str(folder), "the input folder holds no .csv or .parquet files")
+    return formats.pop() if len(formats) == 1 else None
+
 
 def _resolved(config: PreprocessConfig, problems: ProblemList) -> PreprocessConfig:
-    """Absolute paths, the read_format inferred from the suffix, and window_stride defaulted to window_length."""
+    """Absolute paths, the read_format inferred from the suffix(es), and window_stride defaulted to window_length."""
     root = (Path.cwd() / Path(config.project_root).expanduser()).resolve()
     data = root / Path(config.preprocessing_data_path).expanduser()
-    read_format = config.read_format or READ_FORMATS.get(data.suffix.lower())
-    if read_format is None:
-        problems.add("read_format", "cannot tell the input format from the file name; set csv or parquet")
+    read_format = config.read_format
+    if read_format is None and data.is_dir():
+        read_format = _folder_read_format(data, problems)
+    elif read_format is None:
+        read_format = READ_FORMATS.get(data.suffix.lower())
+        if read_format is None:
+            problems.add("read_format", "cannot tell the input format from the file name; set csv or parquet")
     return replace(
         config, project_root=root, preprocessing_data_path=data, read_format=read_format,
         window_stride=config.effective_window_stride,

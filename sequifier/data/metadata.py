@@ -180,3 +180,56 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def write_metadata(path: Path, metadata: DatasetMetadata) -> None:
     write_text_atomic(Path(path), json.dumps(metadata.to_json_dict()))
+
+
+# Key order of a sharded split folder's metadata.json written by sequifier 3.x.
+FOLDER_KEY_ORDER = (
+    "split_index",
+    "n_classes",
+    "column_data_types",
+    "id_maps",
+    "selected_columns_statistics",
+    "normalize_real_columns",
+    "total_samples",
+    "batch_files",
+    "depth_layouts",
+    "tensor_payload_version",
+    "window_length",
+    "window_lengths",
+    "prediction_alignment_steps",
+    "max_target_offset",
+    "stored_window_layout_version",
+    "prediction_aligned_splits",
+    "prediction_length",
+    "target_offset",
+)
+FOLDER_METADATA = "metadata.json"
+
+
+def folder_metadata_dict(split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> dict:
+    """The metadata.json of one split folder: its shards with sample counts plus the semantic keys."""
+    semantic = metadata.to_json_dict()
+    values = {"split_index": split_index, "total_samples": sum(int(f["samples"]) for f in batch_files), "batch_files": batch_files}
+    return {key: values[key] if key in values else semantic[key] for key in FOLDER_KEY_ORDER}
+
+
+def write_folder_metadata(folder: Path, split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> None:
+    write_text_atomic(Path(folder) / FOLDER_METADATA, json.dumps(folder_metadata_dict(split_index, metadata, batch_files), indent=4))
+
+
+def read_folder_metadata(folder: Path) -> dict:
+    """A split folder's metadata.json; batch_files entries must name a path and a sample count."""
+    path = Path(folder) / FOLDER_METADATA
+    if not path.is_file():
+        raise UserError(str(folder), f"a sharded split folder needs its {FOLDER_METADATA} (not found)")
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise UserError(str(path), f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    files = raw.get("batch_files") if isinstance(raw, dict) else None
+    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str)
+                                              and isinstance(f.get("samples"), int) for f in files):
+        raise UserError(str(path), "batch_files must be a list of {path, samples} entries")
+    if not isinstance(raw.get("window_length"), int):
+        raise UserError(str(path), "window_length must be an integer")
+    return raw

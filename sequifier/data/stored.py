@@ -1,4 +1,4 @@
-"""Stored windows on disk: load a split into per-column [N, W] arrays, and write one as merged Parquet."""
+"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet or PT shard folder) and encode the shard forms."""
 
 from __future__ import annotations
 
@@ -10,13 +10,14 @@ from typing import Collection, Sequence
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import temp_path_next_to
+from sequifier.data.metadata import CATEGORICAL_TYPE, read_folder_metadata, temp_path_next_to
 
 INPUT_COLUMN = "inputCol"
-# Parquet identifier column -> StoredWindows attribute.
+# Parquet identifier column -> StoredWindows attribute (also the PT payload key).
 IDENTIFIER_COLUMNS = {
     "sequenceId": "sequence_ids",
     "subsequenceId": "subsequence_ids",
@@ -25,6 +26,9 @@ IDENTIFIER_COLUMNS = {
     "splitStartItemPosition": "split_start_item_positions",
     "splitEndItemPosition": "split_end_item_positions",
 }
+PT_FORMAT = "sequifier_tensor_batch"
+PT_VERSION = 5
+PT_DTYPES = {CATEGORICAL_TYPE: np.int64, "Float64": np.float64, "Float32": np.float32}
 
 
 @dataclass(frozen=True)
@@ -43,9 +47,26 @@ class StoredWindows:
         return int(self.sequence_ids.shape[0])
 
 
+def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], window_length: int) -> StoredWindows:
+    """The windows of `parts` in order (`columns` and `window_length` shape an empty result)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return StoredWindows({c: np.zeros((0, window_length)) for c in columns}, *([empty] * len(IDENTIFIER_COLUMNS)))
+    identifiers = {attr: np.concatenate([getattr(p, attr) for p in parts]) for attr in IDENTIFIER_COLUMNS.values()}
+    return StoredWindows({c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers)
+
+
 def value_column_names(window_length: int) -> list[str]:
     """Parquet value columns, oldest slot first: "W-1", ..., "0"."""
     return [str(offset) for offset in range(window_length - 1, -1, -1)]
+
+
+def stored_schema(window_length: int) -> pa.Schema:
+    """Schema of the merged/sharded Parquet form."""
+    fields = [pa.field(name, pa.int64()) for name in IDENTIFIER_COLUMNS] + [pa.field(INPUT_COLUMN, pa.large_string())]
+    return pa.schema(fields + [pa.field(name, pa.float64()) for name in value_column_names(window_length)])
 
 
 def _value_columns_in(names: Sequence[str], path: Path) -> list[str]:
@@ -56,14 +77,12 @@ def _value_columns_in(names: Sequence[str], path: Path) -> list[str]:
 
 
 def _read_table(path: Path) -> pa.Table:
-    if path.is_dir():
-        raise UserError(str(path), "sharded split folders are not supported yet")
     if not path.is_file():
         raise UserError(str(path), "split file not found (run `sequifier preprocess` first?)")
     try:
-        table = pq.read_table(path)
+        table = pv.read_csv(path) if path.suffix.lower() == ".csv" else pq.read_table(path)
     except (pa.ArrowInvalid, OSError) as error:
-        raise UserError(str(path), f"not a readable Parquet file ({error})") from None
+        raise UserError(str(path), f"not a readable stored-window file ({error})") from None
     missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in table.schema.names]
     if missing:
         raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
@@ -79,16 +98,13 @@ def _check_columns_stored(table: pa.Table, wanted: Sequence[str], path: Path) ->
             raise UserError(column, f"column is not stored in {path}")
 
 
-def load_split(path: Path, columns: Sequence[str], categorical: Collection[str]) -> StoredWindows:
-    """Load a merged-Parquet split; only `columns` are materialized, `categorical` ones as int64 ids."""
-    path = Path(path)
-    wanted = list(columns)
+def _windows_from_table(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
     table = _read_table(path)
     _check_columns_stored(table, wanted, path)
     input_type = table.schema.field(INPUT_COLUMN).type
     table = table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
     value_names = _value_columns_in(table.schema.names, path)
-    values = np.column_stack([table.column(n).to_numpy() for n in value_names]) if table.num_rows else (
+    values = np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names]) if table.num_rows else (
         np.zeros((0, len(value_names)), dtype=np.float64)
     )
     input_col = table.column(INPUT_COLUMN)
@@ -108,21 +124,65 @@ def load_split(path: Path, columns: Sequence[str], categorical: Collection[str])
     return StoredWindows(columns=arrays, **identifiers)
 
 
+def _windows_from_pt(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
+    import torch
+
+    try:
+        payload = torch.load(path, weights_only=True, map_location="cpu")
+    except (OSError, RuntimeError, EOFError) as error:
+        raise UserError(str(path), f"not a readable PT shard ({' '.join(str(error).split())[:200]})") from None
+    if not isinstance(payload, dict) or payload.get("format") != PT_FORMAT:
+        raise UserError(str(path), f"not a {PT_FORMAT} file")
+    sequences = payload["sequences"]
+    for column in wanted:
+        if column not in sequences:
+            raise UserError(column, f"column is not stored in {path}")
+    arrays = {
+        c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted
+    }
+    return StoredWindows(columns=arrays, **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()})
+
+
+def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
+    described = read_folder_metadata(path)
+    parts = []
+    for entry in described["batch_files"]:
+        shard = path / entry["path"]
+        loader = _windows_from_pt if shard.suffix == ".pt" else _windows_from_table
+        part = loader(shard, wanted, categorical)
+        if len(part) != entry["samples"]:
+            raise UserError(str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}")
+        parts.append(part)
+    return concat_windows(parts, wanted, described["window_length"])
+
+
+def load_split(path: Path, columns: Sequence[str], categorical: Collection[str]) -> StoredWindows:
+    """Load a split (merged file, or shard folder with metadata.json); only `columns` are materialized, `categorical` ones as int64 ids."""
+    path = Path(path)
+    if path.is_dir():
+        return _windows_from_folder(path, list(columns), categorical)
+    return _windows_from_table(path, list(columns), categorical)
+
+
 def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.Table:
     """One row per (window, column), rows of a window adjacent in `column_order`."""
     column_order = list(column_order)
     n_columns = len(column_order)
-    stacked = np.stack([windows.columns[c].astype(np.float64) for c in column_order], axis=1)
-    n_windows, _, window_length = stacked.shape
+    n_windows = len(windows)
+    window_length = next(iter(windows.columns.values())).shape[1]
+    stacked = np.empty((n_windows, n_columns, window_length), dtype=np.float64)
+    for index, column in enumerate(column_order):
+        stacked[:, index, :] = windows.columns[column]
     values = stacked.reshape(n_windows * n_columns, window_length)
     data: dict[str, pa.Array] = {
-        name: pa.array(np.repeat(getattr(windows, attr).astype(np.int64), n_columns), pa.int64())
+        name: pa.array(np.repeat(getattr(windows, attr).astype(np.int64, copy=False), n_columns), pa.int64())
         for name, attr in IDENTIFIER_COLUMNS.items()
     }
-    data[INPUT_COLUMN] = pa.array(np.tile(np.array(column_order, dtype=object), n_windows), pa.large_string())
+    names = pa.array(column_order, pa.large_string())
+    data[INPUT_COLUMN] = names.take(pa.array(np.tile(np.arange(n_columns, dtype=np.int32), n_windows)))
     for slot, name in enumerate(value_column_names(window_length)):
         data[name] = pa.array(np.ascontiguousarray(values[:, slot]), pa.float64())
-    return pa.table(data)
+    return pa.table(data, schema=stored_schema(window_length))
 
 
 def write_split_parquet(path: Path, windows: StoredWindows, column_order: Sequence[str]) -> None:
@@ -137,3 +197,16 @@ def write_split_parquet(path: Path, windows: StoredWindows, column_order: Sequen
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+def pt_payload(windows: StoredWindows, column_types: dict[str, str]) -> dict:
+    """The `sequifier_tensor_batch` dict of one PT shard (torch.load(weights_only=True) reads it back)."""
+    import torch
+
+    return {
+        "format": PT_FORMAT,
+        "version": PT_VERSION,
+        "sequences": {c: torch.from_numpy(windows.columns[c].astype(PT_DTYPES[t])) for c, t in column_types.items()},
+        "metadata": {"depth_valid_masks": {}, "sample_positions": None, "curriculum_columns": []},
+        **{attr: torch.from_numpy(getattr(windows, attr).astype(np.int64)) for attr in IDENTIFIER_COLUMNS.values()},
+    }

@@ -16,6 +16,7 @@ from sequifier.data.views import gather_batch
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
+from sequifier.training.freezing import frozen_parameters
 from sequifier.training.losses import TargetLosses
 from sequifier.training.metrics import MetricsFile, attach_log_file
 from sequifier.training.monitor import Monitor
@@ -54,6 +55,7 @@ class Trainer:
         phase_epochs = [phase.epochs for phase in config.training_plan.phases]
         self.optimization = OptimizationLifecycle(list(self.network.parameters()), self.training, phase_epochs, phase_steps)
         self.monitor = Monitor(config)
+        self.frozen = frozen_parameters(self.network, config)
         self.global_step = 0
         self.pending: list[str] = []  # datasets of the microbatches in the open accumulation window
 
@@ -166,15 +168,16 @@ class Trainer:
         return len(chosen)
 
     def _flush(self) -> None:
-        """Close the accumulation window: average over its actual microbatch count, clip, step."""
+        """Close the accumulation window: drop the dataset's frozen gradients, average over the actual microbatch count, clip, step."""
         if not self.pending:
             return
-        count = len(self.pending)
+        count, frozen = len(self.pending), self.frozen[self.pending[-1]]
         self.pending = []
-        if count > 1:
-            for parameter in self.network.parameters():
-                if parameter.grad is not None:
-                    parameter.grad.div_(count)
+        for parameter in self.network.parameters():
+            if id(parameter) in frozen:
+                parameter.grad = None
+            elif parameter.grad is not None and count > 1:
+                parameter.grad.div_(count)
         if self.training.gradient_clip:
             torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.training.gradient_clip)
         self.optimization.step()

@@ -34,7 +34,7 @@ OPTIONS = {
     "mlp_decoder": ["model.interface.decoder.type=mlp", "+model.interface.decoder.hidden_dims=[24]"],
     "composite_ingestion": ["~model.interface.ingestion", "+model.interface.ingestion={type:composite,branches:{cat:{columns:[event,channel],output_dim:8},"
                             "num:{columns:[amount],output_dim:4}},merge:{type:sum}}"],
-    "initialization": [f"model.backbone.initialization_seed=5", "model.backbone.initialization={attention.qkv:{weight:{method:xavier_normal}}}"],
+    "initialization": ["model.backbone.initialization_seed=5", "model.backbone.initialization={attention.qkv:{weight:{method:xavier_normal}}}"],
 }
 
 

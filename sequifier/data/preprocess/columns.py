@@ -1,12 +1,47 @@
-"""Column typing: which selected columns are categorical (ids, "Int64") and which are real ("Float64"/"Float32")."""
+"""Column plan: the selected columns, which are categorical (ids, "Int64") or real ("Float64"/"Float32"), and what to read."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Optional
+
 import pyarrow as pa
 
-from sequifier.config.errors import UserError
-from sequifier.config.preprocess import PreprocessConfig
+from sequifier.config.errors import UserError, did_you_mean
+from sequifier.config.preprocess import ID_COLUMNS, PreprocessConfig
 from sequifier.data.metadata import CATEGORICAL_TYPE
+from sequifier.data.preprocess.reuse import ReusedMeaning
+from sequifier.data.preprocess.sources import InputSource
+
+
+@dataclass(frozen=True)
+class ColumnPlan:
+    """Selected feature columns in order with their types, and the optional split column."""
+
+    types: dict[str, str]
+    split_column: Optional[str] = None
+
+    @property
+    def selected(self) -> list[str]:
+        return list(self.types)
+
+    @property
+    def categorical(self) -> list[str]:
+        return [c for c, t in self.types.items() if t == CATEGORICAL_TYPE]
+
+    @property
+    def real(self) -> list[str]:
+        return [c for c, t in self.types.items() if t != CATEGORICAL_TYPE]
+
+    @property
+    def read_columns(self) -> list[str]:
+        return read_columns(self.selected, self.split_column)
+
+
+def read_columns(selected: list[str], split_column: Optional[str]) -> list[str]:
+    """Identifiers, selected columns, then the split column when it is not selected."""
+    extra = [split_column] if split_column and split_column not in selected else []
+    return [*ID_COLUMNS, *selected, *extra]
 
 
 def _is_categorical_type(arrow_type: pa.DataType) -> bool:
@@ -53,3 +88,40 @@ def resolve_column_types(schema: pa.Schema, selected: list[str], config: Preproc
     """Per selected column, in selected order: explicit config lists first, else inferred from the dtype."""
     _check_overrides(selected, config)
     return {name: _column_type(name, schema.field(name).type, config) for name in selected}
+
+
+def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[ReusedMeaning]) -> list[str]:
+    names = source.schema.names
+    if config.selected_columns is not None:
+        selected = list(config.selected_columns)
+    elif reused is not None:
+        selected = reused.columns
+        for column in selected:
+            if column not in names:
+                raise reused.mismatch(column, f"is a column of {reused.path} but missing from {source.files[0]}")
+    else:
+        selected = [n for n in names if n not in ID_COLUMNS]
+    for column in selected:
+        if column not in names:
+            raise UserError(column, f"selected column is not in the input {source.files[0]}" + did_you_mean(column, names))
+    if not selected:
+        raise UserError(str(source.files[0]), "the input has no feature columns besides the identifiers")
+    return selected
+
+
+def plan_columns(
+    config: PreprocessConfig, source: InputSource, reused: Optional[ReusedMeaning]
+) -> tuple[ColumnPlan, InputSource]:
+    """The column plan, and the source restricted to the columns it reads (types unified over the files)."""
+    for name in ID_COLUMNS:
+        if name not in source.schema.names:
+            raise UserError(name, f"required column is missing from {source.files[0]}")
+    selected = _selected(config, source, reused)
+    if config.split_column is not None and config.split_column not in source.schema.names:
+        raise UserError("split_column", f"{config.split_column!r} is not a column of {source.files[0]}"
+                        + did_you_mean(config.split_column, source.schema.names))
+    source = source.restricted(read_columns(selected, config.split_column))
+    types = resolve_column_types(source.schema, selected, config)
+    if reused is not None:
+        reused.check_types(types, source.files[0])
+    return ColumnPlan(types=types, split_column=config.split_column), source

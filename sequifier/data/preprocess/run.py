@@ -1,46 +1,126 @@
-"""The preprocess run: read, encode, split, window, then write split files and metadata all-or-nothing."""
+"""The preprocess run: scan, partition into sequence groups, fit, write per group, then place every output at once."""
 
 from __future__ import annotations
 
-import os
-import sys
+import secrets
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import Optional
 
-import numpy as np
+import pyarrow as pa
 
+from sequifier.config.errors import UserError
 from sequifier.config.preprocess import PreprocessConfig
-from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
-from sequifier.data.preprocess.columns import resolve_column_types
-from sequifier.data.preprocess.encoding import EncodedColumns, encode_columns
-from sequifier.data.preprocess.reading import read_input
-from sequifier.data.preprocess.splitting import item_split_index, sequence_layout, split_bounds
-from sequifier.data.preprocess.windows import build_split_windows
-from sequifier.data.stored import StoredWindows, write_split_parquet
-
-
-def _log(message: str) -> None:
-    print(f"[preprocess] {message}", file=sys.stderr, flush=True)
-
-
-def split_file_name(config: PreprocessConfig, split: int) -> str:
-    return f"{config.data_name}-split{split}.parquet"
+from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_folder_metadata, write_metadata
+from sequifier.data.preprocess.columns import ColumnPlan, plan_columns
+from sequifier.data.preprocess.groups import Group, partition, plan_groups
+from sequifier.data.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
+from sequifier.data.preprocess.outputs import MergedSplitWriter, OutputForm
+from sequifier.data.preprocess.parallel import run_tasks
+from sequifier.data.preprocess.progress import Progress, log
+from sequifier.data.preprocess.reuse import ReusedMeaning, load_reused
+from sequifier.data.preprocess.scan import ScanResult, scan
+from sequifier.data.preprocess.sources import InputSource, open_source
+from sequifier.data.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
+from sequifier.data.preprocess.staging import Staging, terminate_as_exit
+from sequifier.data.preprocess.statistics import Moments, statistics_of
+from sequifier.data.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
 
 
 def metadata_path(config: PreprocessConfig) -> Path:
-    return config.project_root / "configs" / "metadata_configs" / f"{config.data_name}.json"
+    return Path(config.project_root) / "configs" / "metadata_configs" / f"{config.data_name}.json"
 
 
-def _build_metadata(config: PreprocessConfig, column_types: dict[str, str], encoded: EncodedColumns) -> DatasetMetadata:
-    n_splits = len(config.split_ratios)
+def output_folder(config: PreprocessConfig) -> Path:
+    return Path(config.project_root) / "data"
+
+
+def _seed(config: PreprocessConfig) -> int:
+    if not config.randomize:
+        return config.seed
+    seed = secrets.randbelow(2**31)
+    log(f"randomize: using seed {seed} (recorded in the metadata as `seed`)")
+    return seed
+
+
+def _split_policy(config: PreprocessConfig, source: InputSource, scanned: ScanResult, seed: int) -> SplitPolicy:
+    policy = SplitPolicy(method=config.split_method, ratios=tuple(config.split_ratios), split_column=config.split_column)
+    if config.split_method == "between_sequence":
+        splits = sequence_splits(scanned.sequence_ids.shape[0], policy.ratios, seed)
+        return replace(policy, sequence_ids=scanned.sequence_ids, sequence_splits=splits)
+    if config.split_method == "value_cutoff":
+        arrow_type = source.schema.field(config.split_column).type
+        return replace(policy, cutoffs=cutoff_values(tuple(config.split_values), config.split_column, arrow_type))
+    return policy
+
+
+def _meanings(config: PreprocessConfig, columns: ColumnPlan, scanned: ScanResult,
+              reused: Optional[ReusedMeaning]) -> dict[str, CategoricalMeaning]:
+    meanings = {}
+    for name in columns.categorical:
+        earlier = None
+        if reused is not None:
+            earlier = CategoricalMeaning(reused.metadata.id_maps[name], reused.metadata.n_classes[name])
+        meanings[name] = column_meaning(name, scanned.values[name], Path(config.project_root), earlier)
+    return meanings
+
+
+def _check_static_maps(config: PreprocessConfig, columns: ColumnPlan) -> None:
+    """A static id map for a real column is a contradiction (unless an earlier metadata decides the meanings)."""
+    for name in columns.real:
+        path = static_map_path(Path(config.project_root), name)
+        if path.is_file() and config.metadata_config_path is None:
+            raise UserError(name, f"is a real column, but {path} gives it an id map (list it in categorical_columns)")
+
+
+def _fit(shared: SharedWork, groups: list[Group], config: PreprocessConfig, reused: Optional[ReusedMeaning]) -> dict:
+    """Statistics per real column: reused ones, else fitted (the pass also checks for duplicate positions)."""
+    progress = Progress("fit", sum(g.rows for g in groups))
+    totals = {name: Moments() for name in shared.columns.real}
+    for group, moments in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
+        totals = {name: totals[name].merged(moments[name]) for name in totals}
+        progress.advance(group.rows)
+    if reused is not None:
+        known = reused.metadata.selected_columns_statistics
+        return {name: dict(known[name]) for name in totals if name in known}
+    return {name: statistics_of(name, moments) for name, moments in totals.items()}
+
+
+def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) -> list[list[dict]]:
+    """Run the write tasks; merged splits are assembled as parts arrive. Returns per split its shard entries."""
+    per_file = 1 if shared.output.merged else (config.batches_per_file or 1)
+    tasks = [WriteTask(i, tuple(groups[s:s + per_file])) for i, s in enumerate(range(0, len(groups), per_file))]
+    merged = [MergedSplitWriter(shared.output, s) for s in range(shared.split.n_splits)] if shared.output.merged else []
+    progress = Progress("write", sum(g.rows for g in groups))
+    entries: list[list[dict]] = [[] for _ in range(shared.split.n_splits)]
+    try:
+        for task, results in zip(tasks, run_tasks(write_task, shared, tasks, config.n_cores)):
+            for split, entry in enumerate(results):
+                if entry is not None and merged:
+                    merged[split].append(entry)
+                elif entry is not None:
+                    entries[split].append(entry)
+            progress.advance(sum(g.rows for g in task.groups))
+    finally:
+        for writer in merged:
+            writer.close()
+    if merged:
+        return [[{"samples": writer.samples}] for writer in merged]
+    return entries
+
+
+def _metadata(config: PreprocessConfig, form: OutputForm, columns: ColumnPlan, meanings: dict[str, CategoricalMeaning],
+              statistics: dict, normalize: bool, seed: int) -> DatasetMetadata:
+    n_splits = config.n_splits
     return DatasetMetadata(
-        n_classes=encoded.n_classes,
-        id_maps=encoded.id_maps,
+        n_classes={name: meaning.n_classes for name, meaning in meanings.items()},
+        id_maps={name: dict(meaning.id_map) for name, meaning in meanings.items()},
         special_token_ids=dict(SPECIAL_TOKEN_IDS),
-        split_paths=[f"./data/{split_file_name(config, i)}" for i in range(n_splits)],
-        column_data_types=dict(column_types),
-        selected_columns_statistics=encoded.statistics,
-        normalize_real_columns=config.normalize_real_columns,
+        split_paths=[f"./data/{form.split_name(i)}" for i in range(n_splits)],
+        column_data_types=dict(columns.types),
+        selected_columns_statistics=statistics,
+        normalize_real_columns=normalize,
         window_length=config.window_length,
         window_lengths=[config.window_length] * n_splits,
         window_stride=config.effective_window_stride,
@@ -49,75 +129,70 @@ def _build_metadata(config: PreprocessConfig, column_types: dict[str, str], enco
         split_ratios=list(config.split_ratios),
         split_method=config.split_method,
         split_column=config.split_column,
-        split_values=config.split_values,
+        split_values=list(config.split_values) if config.split_values is not None else None,
+        extra={"seed": seed} if config.randomize else {},
     )
 
 
-def _build_windows(config: PreprocessConfig) -> tuple[list[StoredWindows], DatasetMetadata]:
-    table, selected = read_input(config)
-    sequence_ids = table.column("sequenceId").to_numpy()
-    item_positions = table.column("itemPosition").to_numpy()
-    starts, lengths = sequence_layout(sequence_ids)
-    _log(f"read {table.num_rows} rows, {lengths.shape[0]} sequences from {config.preprocessing_data_path}")
-    column_types = resolve_column_types(table.schema, selected, config)
-    bounds = split_bounds(lengths, config.split_ratios)
-    row_split = item_split_index(starts, lengths, bounds)
-    fit_rows = np.ones_like(row_split, dtype=bool) if config.normalize_on_all_data else row_split == 0
-    encoded = encode_columns(table, column_types, fit_rows, config.normalize_real_columns)
-    splits = [
-        build_split_windows(
-            encoded.values,
-            sequence_ids,
-            item_positions,
-            part_starts=starts + bounds[:, split],
-            part_lengths=bounds[:, split + 1] - bounds[:, split],
-            window_length=config.window_length,
-            stride=config.effective_window_stride,
-        )
-        for split in range(len(config.split_ratios))
-    ]
-    return splits, _build_metadata(config, column_types, encoded)
-
-
-def _staging_path(final: Path) -> Path:
-    return final.with_name(f".{final.name}.{os.getpid()}.staging")
-
-
-def _write_all_or_nothing(config: PreprocessConfig, splits: list[StoredWindows], metadata: DatasetMetadata) -> Path:
-    """Stage every output next to its destination, then rename them all (metadata last).
-
-    A failure while staging leaves earlier outputs untouched; a failure while renaming
-    removes every output, so no mix of old and new files survives.
-    """
-    data_dir = config.project_root / "data"
-    targets = [data_dir / split_file_name(config, i) for i in range(len(splits))]
-    meta_target = metadata_path(config)
-    staged: list[tuple[Path, Path]] = []
-    placed: list[Path] = []
-    try:
-        for split, (windows, target) in enumerate(zip(splits, targets)):
-            staged.append((_staging_path(target), target))
-            write_split_parquet(staged[-1][0], windows, list(metadata.column_data_types))
-            note = " (empty: no sequence has items in this split)" if len(windows) == 0 else ""
-            _log(f"split {split}: {len(windows)} windows -> {target}{note}")
-        staged.append((_staging_path(meta_target), meta_target))
-        write_metadata(staged[-1][0], metadata)
-        for staging, target in staged:
-            os.replace(staging, target)
-            placed.append(target)
-    except BaseException:
-        for staging, target in staged:
-            staging.unlink(missing_ok=True)
-            if placed:
-                target.unlink(missing_ok=True)
-        raise
-    return meta_target
+def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
+    reused = load_reused(config)
+    columns, source = plan_columns(config, open_source(config), reused)
+    _check_static_maps(config, columns)
+    scanned = scan(source, columns, Progress("scan", source.progress_total))
+    if scanned.rows == 0:
+        raise UserError(str(config.preprocessing_data_path), "the input has no rows")
+    log(f"read {scanned.rows} rows, {scanned.sequence_ids.shape[0]} sequences from {config.preprocessing_data_path}")
+    meanings = _meanings(config, columns, scanned, reused)
+    normalize = reused.metadata.normalize_real_columns if reused is not None else config.normalize_real_columns
+    form = OutputForm(
+        write_format=config.write_format, merged=config.merge_output, data_name=config.data_name, stage=staging.outputs,
+        parts=staging.parts, column_types=dict(columns.types), window_length=config.window_length,
+    )
+    shared = SharedWork(
+        columns=columns, split=_split_policy(config, source, scanned, seed), fit_on_all_data=config.normalize_on_all_data,
+        codes={name: codes_for(scanned.values[name], meaning) for name, meaning in meanings.items()},
+        statistics={}, normalize=normalize, window_length=config.window_length, stride=config.effective_window_stride,
+        output=form,
+    )
+    min_groups = config.n_cores * (1 if config.merge_output else (config.batches_per_file or 1))
+    bounds = plan_groups(scanned.sequence_lengths, min_groups)
+    groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total))
+    pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
+    shared = replace(shared, statistics=_fit(shared, groups, config, reused))
+    entries = _write(shared, groups, config)
+    metadata = _metadata(config, form, columns, meanings, shared.statistics, normalize, seed)
+    moves = []
+    for split, split_entries in enumerate(entries):
+        staged = form.stage / form.split_name(split)
+        if not form.merged:
+            staged.mkdir(parents=True, exist_ok=True)
+            write_folder_metadata(staged, split, metadata, split_entries)
+        samples = sum(entry["samples"] for entry in split_entries)
+        target = output_folder(config) / form.split_name(split)
+        note = " (empty: no sequence has items in this split)" if samples == 0 else ""
+        log(f"split {split}: {samples} windows -> {target}{note}")
+        moves.append((staged, target))
+    staged_metadata = staging.root / "metadata.json"
+    write_metadata(staged_metadata, metadata)
+    moves.append((staged_metadata, metadata_path(config)))
+    staging.place(moves)
+    return metadata_path(config)
 
 
 def run_preprocess(config: PreprocessConfig) -> Path:
-    """Preprocess one input file into merged Parquet splits; returns the metadata JSON path."""
+    """Preprocess the input file or folder into stored windows per split; returns the metadata JSON path.
+
+    Outputs appear all together or not at all: an error or interruption leaves none behind.
+    """
     started = time.perf_counter()
-    splits, metadata = _build_windows(config)
-    path = _write_all_or_nothing(config, splits, metadata)
-    _log(f"metadata -> {path} ({time.perf_counter() - started:.2f}s)")
+    seed = _seed(config)
+    if config.write_format == "pt":
+        import torch  # noqa: F401  (once here, not in every forked worker)
+    with terminate_as_exit():
+        staging = Staging(output_folder(config))
+        try:
+            path = _preprocess(config, staging, seed)
+        finally:
+            staging.remove()
+    log(f"metadata -> {path} ({time.perf_counter() - started:.2f}s)")
     return path

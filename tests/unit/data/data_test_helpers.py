@@ -1,13 +1,23 @@
-"""Helpers shared by the data-layer tests: the reference-v3 fixture and throwaway project folders."""
+"""Helpers shared by the data-layer tests: the reference-v3 fixture, throwaway project folders, shard folders."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
+import numpy as np
 import yaml
 
 from conftest import REFERENCE_DIR
+from sequifier.data.stored import StoredWindows, load_split
+
+COLUMNS = ["event", "channel", "amount", "delay"]
+CATEGORICAL = ["event", "channel"]
+IDENTIFIER_ATTRIBUTES = (
+    "sequence_ids", "subsequence_ids", "start_item_positions", "left_pad_lengths",
+    "split_start_item_positions", "split_end_item_positions",
+)
 
 
 def make_project(root: Path, data_file: Path, config: dict) -> Path:
@@ -27,3 +37,30 @@ def reference_config(**changes) -> dict:
     config = yaml.safe_load((REFERENCE_DIR / "configs" / "preprocess-parquet.yaml").read_text())
     config.update(changes)
     return config
+
+
+def sorted_windows(windows: StoredWindows) -> StoredWindows:
+    """The same windows ordered by (sequenceId, subsequenceId), so shard boundaries do not matter."""
+    order = np.lexsort((windows.subsequence_ids, windows.sequence_ids))
+    return StoredWindows(
+        columns={name: values[order] for name, values in windows.columns.items()},
+        **{attr: getattr(windows, attr)[order] for attr in IDENTIFIER_ATTRIBUTES},
+    )
+
+
+def load_sorted_split(path: Path, columns=COLUMNS, categorical=CATEGORICAL) -> StoredWindows:
+    return sorted_windows(load_split(path, columns, categorical))
+
+
+def assert_same_windows(actual: StoredWindows, expected: StoredWindows, atol: float = 1e-9) -> None:
+    assert len(actual) == len(expected)
+    for attr in IDENTIFIER_ATTRIBUTES:
+        np.testing.assert_array_equal(getattr(actual, attr), getattr(expected, attr), err_msg=attr)
+    assert list(actual.columns) == list(expected.columns)
+    for name, values in expected.columns.items():
+        assert actual.columns[name].dtype == values.dtype, name
+        np.testing.assert_allclose(actual.columns[name], values, rtol=0, atol=atol, err_msg=name)
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(Path(path).read_text())

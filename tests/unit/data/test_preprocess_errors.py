@@ -1,7 +1,10 @@
-"""Bad configs and bad inputs raise UserError naming the key/column/file, and leave no outputs behind."""
+"""Bad configs and bad inputs raise UserError naming the key/column/file/row, and leave no outputs behind."""
 
 from __future__ import annotations
 
+import json
+import os
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -11,23 +14,29 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+import sequifier.data.preprocess.outputs as outputs_module
 import sequifier.data.preprocess.run as run_module
+import sequifier.data.preprocess.staging as staging_module
+from data_test_helpers import REFERENCE_DIR
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.preprocess import run_preprocess
 
 CONFIG = "configs/preprocess.yaml"
 DATA = "data/events.parquet"
+CSV = "data/events.csv"
+PARTS = "data/parts"
 
 
-def good_table() -> pa.Table:
-    n_sequences, n_items = 3, 12
+def good_table(n_sequences: int = 3, first_sequence: int = 0) -> pa.Table:
+    n_items = 12
+    rows = n_sequences * n_items
     return pa.table(
         {
-            "sequenceId": np.repeat(np.arange(n_sequences), n_items),
+            "sequenceId": np.repeat(np.arange(first_sequence, first_sequence + n_sequences), n_items),
             "itemPosition": np.tile(np.arange(n_items), n_sequences),
-            "event": [f"e{i % 4}" for i in range(n_sequences * n_items)],
-            "amount": np.linspace(0.0, 1.0, n_sequences * n_items),
+            "event": [f"e{i % 4}" for i in range(rows)],
+            "amount": np.linspace(0.0, 1.0, rows),
         }
     )
 
@@ -35,15 +44,15 @@ def good_table() -> pa.Table:
 def good_config(**changes) -> dict:
     config = {"project_root": ".", "preprocessing_data_path": DATA, "read_format": "parquet", "window_length": 5}
     config.update(changes)
-    return config
+    return {k: v for k, v in config.items() if v is not None}
 
 
 def with_column(table: pa.Table, name: str, values) -> pa.Table:
     return table.set_column(table.schema.get_field_index(name), name, pa.array(values))
 
 
-def amount_with(value) -> pa.Table:
-    table = good_table()
+def amount_with(value, table: pa.Table | None = None) -> pa.Table:
+    table = table if table is not None else good_table()
     amounts = table.column("amount").to_pylist()
     amounts[7] = value
     return with_column(table, "amount", pa.array(amounts, pa.float64()))
@@ -55,50 +64,126 @@ def duplicate_position() -> pa.Table:
     return with_column(good_table(), "itemPosition", positions)
 
 
-# id, config changes, table (None: no data file), config text (replaces the YAML), expected where, message part
+def reused_metadata(column_types: dict[str, str]) -> dict:
+    """The reference metadata rewritten for `column_types`."""
+    data = json.loads((REFERENCE_DIR / "configs" / "metadata_configs" / "events.json").read_text())
+    categorical = [c for c, t in column_types.items() if t == "Int64"]
+    data["column_data_types"] = column_types
+    data["id_maps"] = {c: {"e0": 3, "e1": 4, "[unknown]": 0, "[other]": 1} for c in categorical}
+    data["n_classes"] = {c: 6 for c in categorical}
+    data["selected_columns_statistics"] = {c: {"mean": 0.5, "std": 0.25} for c in column_types if c not in categorical}
+    return data
+
+
+def two_files(second: pa.Table) -> dict:
+    return {f"{PARTS}/a.parquet": good_table(), f"{PARTS}/b.parquet": second}
+
+
+FOLDER = {"preprocessing_data_path": PARTS, "read_format": None}
+CSV_INPUT = {"preprocessing_data_path": CSV, "read_format": "csv"}
+CUTOFF = {"split_method": "value_cutoff", "split_column": "amount", "split_values": [0.3, 0.6]}
+ONLY_DATA = {DATA: good_table()}
+
+# id, config changes, input files (path -> table / text / JSON object), config text (replaces the YAML),
+# expected `where`, message part
 CASES = [
-    ("missing config", None, good_table(), "", "{root}/" + CONFIG, "not found"),
-    ("yaml syntax", None, good_table(), "window_length: 5\nselected_columns: [event\nseed: 1\n", "{root}/" + CONFIG, "line 3"),
-    ("unknown key", {"windw_length": 5}, good_table(), None, "windw_length", "did you mean 'window_length'"),
-    ("no sequenceId", {}, good_table().drop_columns(["sequenceId"]), None, "sequenceId", "missing"),
-    ("no itemPosition", {}, good_table().drop_columns(["itemPosition"]), None, "itemPosition", "missing"),
-    ("unknown selected column", {"selected_columns": ["event", "amout"]}, good_table(), None, "amout", "did you mean 'amount'"),
-    ("fractional itemPosition", {}, with_column(good_table(), "itemPosition", np.arange(36) + 0.5), None, "itemPosition", "integers"),
-    ("string itemPosition", {}, with_column(good_table(), "itemPosition", [str(i) for i in range(36)]), None, "itemPosition", "integers"),
-    ("duplicate position", {}, duplicate_position(), None, "itemPosition", "duplicate"),
-    ("NaN real", {}, amount_with(float("nan")), None, "amount", "NaN"),
-    ("inf real", {}, amount_with(float("inf")), None, "amount", "infinite"),
-    ("missing real", {}, amount_with(None), None, "amount", "missing"),
-    ("empty input", {}, good_table().slice(0, 0), None, "{root}/" + DATA, "no rows"),
-    ("split ratios sum", {"split_ratios": [0.5, 0.3]}, good_table(), None, "split_ratios", "sum to 1"),
-    ("window too short", {"window_length": 2, "max_target_offset": 2}, good_table(), None, "window_length", "max_target_offset"),
-    ("missing data file", {}, None, None, "{root}/" + DATA, "not found"),
-    ("pt output", {"write_format": "pt"}, good_table(), None, "write_format", "not supported yet"),
-    ("unmerged output", {"merge_output": False}, good_table(), None, "merge_output", "not supported yet"),
-    ("between_sequence", {"split_method": "between_sequence"}, good_table(), None, "split_method", "not supported yet"),
-    ("folder input", {"preprocessing_data_path": "data"}, good_table(), None, "{root}/data", "not supported yet"),
-    ("real and categorical", {"categorical_columns": ["amount"], "real_columns": ["amount"]}, good_table(), None, "real_columns", "also"),
-    ("string as real", {"real_columns": ["event"]}, good_table(), None, "event", "not numeric"),
-    ("override unselected", {"selected_columns": ["event"], "real_columns": ["amount"]}, good_table(), None, "real_columns", "not a selected column"),
-    ("bad read format", {"read_format": "xlsx"}, good_table(), None, "read_format", "choose one of 'csv', 'parquet'"),
-    ("pt input", {"read_format": "pt"}, good_table(), None, "read_format", "not supported yet"),
-    ("unknown suffix", {"preprocessing_data_path": "data/events.txt", "read_format": None}, good_table(), None, "read_format", "cannot tell"),
-    ("metadata reuse", {"metadata_config_path": "configs/old.json"}, good_table(), None, "metadata_config_path", "not supported yet"),
-    ("id column selected", {"selected_columns": ["sequenceId", "event"]}, good_table(), None, "selected_columns", "sequenceId or itemPosition"),
-    ("column twice", {"selected_columns": ["event", "event"]}, good_table(), None, "selected_columns", "more than once"),
-    ("zero stride", {"window_stride": 0}, good_table(), None, "window_stride", "at least 1"),
-    ("string window length", {"window_length": "5"}, good_table(), None, "window_length", "expected an integer"),
-    ("negative split ratio", {"split_ratios": [1.2, -0.2]}, good_table(), None, "split_ratios", "positive"),
-    ("alias and key", {"data_path": DATA}, good_table(), None, "data_path", "set only one"),
-    ("bad interpolation", None, good_table(), "window_length: ${nope}\n", "{root}/" + CONFIG, "cannot resolve interpolation"),
+    ("missing config", None, ONLY_DATA, "", "{root}/" + CONFIG, "not found"),
+    ("yaml syntax", None, ONLY_DATA, "window_length: 5\nselected_columns: [event\nseed: 1\n", "{root}/" + CONFIG, "line 3"),
+    ("unknown key", {"windw_length": 5}, ONLY_DATA, None, "windw_length", "did you mean 'window_length'"),
+    ("no sequenceId", {}, {DATA: good_table().drop_columns(["sequenceId"])}, None, "sequenceId", "missing"),
+    ("no itemPosition", {}, {DATA: good_table().drop_columns(["itemPosition"])}, None, "itemPosition", "missing"),
+    ("unknown selected column", {"selected_columns": ["event", "amout"]}, ONLY_DATA, None, "amout", "did you mean 'amount'"),
+    ("fractional itemPosition", {}, {DATA: with_column(good_table(), "itemPosition", np.arange(36) + 0.5)}, None,
+     "itemPosition", "must hold integers, found 0.5 at row 1 of {root}/" + DATA),
+    ("string itemPosition", {}, {DATA: with_column(good_table(), "itemPosition", [str(i) for i in range(36)])}, None,
+     "itemPosition", "integers"),
+    ("missing sequenceId value", {}, {DATA: with_column(good_table(), "sequenceId", [0] * 5 + [None] + [1] * 30)}, None,
+     "sequenceId", "missing value at row 6 of {root}/" + DATA),
+    ("duplicate position", {}, {DATA: duplicate_position()}, None, "itemPosition", "duplicate (sequenceId=0, itemPosition=2)"),
+    ("NaN real", {}, {DATA: amount_with(float("nan"))}, None, "amount", "NaN/infinite value (nan) at row 8 of {root}/" + DATA),
+    ("inf real", {}, {DATA: amount_with(float("inf"))}, None, "amount", "infinite"),
+    ("missing real", {}, {DATA: amount_with(None)}, None, "amount", "missing value at row 8"),
+    ("empty input", {}, {DATA: good_table().slice(0, 0)}, None, "{root}/" + DATA, "no rows"),
+    ("empty csv file", CSV_INPUT, {CSV: ""}, None, "{root}/" + CSV, "empty"),
+    ("csv header only", CSV_INPUT, {CSV: "sequenceId,itemPosition,event,amount\n"}, None, "{root}/" + CSV, "no rows"),
+    ("csv non-integer position", CSV_INPUT, {CSV: with_column(good_table(), "itemPosition", [0, 1, 2, 3.5] + list(range(4, 36)))},
+     None, "itemPosition", "found 3.5 at row 4 of {root}/" + CSV),
+    ("split ratios sum", {"split_ratios": [0.5, 0.3]}, ONLY_DATA, None, "split_ratios", "sum to 1"),
+    ("window too short", {"window_length": 2, "max_target_offset": 2}, ONLY_DATA, None, "window_length", "max_target_offset"),
+    ("missing data file", {}, {}, None, "{root}/" + DATA, "not found"),
+    ("pt output merged", {"write_format": "pt"}, ONLY_DATA, None, "merge_output", "set merge_output: false"),
+    ("csv output sharded", {"write_format": "csv", "merge_output": False}, ONLY_DATA, None, "merge_output", "one file per split"),
+    ("folder of mixed formats", FOLDER, {f"{PARTS}/a.parquet": good_table(), f"{PARTS}/b.csv": "sequenceId\n1\n"}, None,
+     "read_format", "both csv and parquet"),
+    ("input folder is the output folder", {"preprocessing_data_path": "data"}, ONLY_DATA, None, "{root}/data", "output folder"),
+    ("folder without data files", FOLDER, {f"{PARTS}/notes.txt": "hello"}, None, "{root}/" + PARTS, "no .csv or .parquet"),
+    ("duplicate across files", FOLDER, two_files(good_table(n_sequences=1, first_sequence=2)), None, "itemPosition", "duplicate"),
+    ("type conflict across files", FOLDER, two_files(with_column(good_table(1, 5), "event", list(range(12)))), None,
+     "event", "in {root}/data/parts/b.parquet"),
+    ("NaN in second file", FOLDER, two_files(amount_with(float("nan"), good_table(1, 5))), None,
+     "amount", "at row 8 of {root}/data/parts/b.parquet"),
+    ("column missing in second file", FOLDER, two_files(good_table(1, 5).drop_columns(["amount"])), None,
+     "amount", "missing from {root}/data/parts/b.parquet"),
+    ("value_cutoff without column", {"split_method": "value_cutoff", "split_values": [0.3, 0.6]}, ONLY_DATA, None,
+     "split_column", "value_cutoff needs"),
+    ("split_values count", {**CUTOFF, "split_values": [0.5]}, ONLY_DATA, None, "split_values", "make 2 splits"),
+    ("split_values decreasing", {**CUTOFF, "split_values": [0.6, 0.3]}, ONLY_DATA, None, "split_values", "strictly increasing"),
+    ("split_values strings for numbers", {**CUTOFF, "split_values": ["a", "b"]}, ONLY_DATA, None, "split_values", "is numeric"),
+    ("unknown split_column", {**CUTOFF, "split_column": "amout"}, ONLY_DATA, None, "split_column", "did you mean 'amount'"),
+    ("split_values without value_cutoff", {"split_values": [1, 2]}, ONLY_DATA, None, "split_values", "only applies"),
+    ("static id map id below 3", {}, {DATA: good_table(), "configs/id_maps/event.json": {"e0": 2}}, None,
+     "{root}/configs/id_maps/event.json", ">= 3"),
+    ("static id map shared id", {}, {DATA: good_table(), "configs/id_maps/event.json": {"e0": 3, "e1": 3}}, None,
+     "{root}/configs/id_maps/event.json", "share an id"),
+    ("static id map of a real column", {}, {DATA: good_table(), "configs/id_maps/amount.json": {"0.5": 3}}, None,
+     "amount", "real column"),
+    ("reused metadata missing", {"metadata_config_path": "configs/old.json"}, ONLY_DATA, None, "metadata_config_path", "does not exist"),
+    ("reused metadata kind differs", {"metadata_config_path": "configs/old.json"},
+     {DATA: good_table(), "configs/old.json": reused_metadata({"event": "Int64", "amount": "Int64"})}, None,
+     "amount", "is categorical in {root}/configs/old.json but real in {root}/" + DATA),
+    ("reused metadata has more columns", {"metadata_config_path": "configs/old.json"},
+     {DATA: good_table(), "configs/old.json": reused_metadata({"event": "Int64", "amount": "Float64", "weather": "Int64"})}, None,
+     "weather", "is a column of {root}/configs/old.json but missing from {root}/" + DATA),
+    ("selected column unknown to reused metadata", {"metadata_config_path": "configs/old.json", "selected_columns": ["event", "amount"]},
+     {DATA: good_table(), "configs/old.json": reused_metadata({"event": "Int64"})}, None,
+     "amount", "is a column of {root}/" + DATA + " but not of {root}/configs/old.json"),
+    ("real and categorical", {"categorical_columns": ["amount"], "real_columns": ["amount"]}, ONLY_DATA, None, "real_columns", "also"),
+    ("string as real", {"real_columns": ["event"]}, ONLY_DATA, None, "event", "not numeric"),
+    ("override unselected", {"selected_columns": ["event"], "real_columns": ["amount"]}, ONLY_DATA, None, "real_columns", "not a selected column"),
+    ("bad read format", {"read_format": "xlsx"}, ONLY_DATA, None, "read_format", "choose one of 'csv', 'parquet'"),
+    ("pt input", {"read_format": "pt"}, ONLY_DATA, None, "read_format", "not supported"),
+    ("unknown suffix", {"preprocessing_data_path": "data/events.txt", "read_format": None}, ONLY_DATA, None, "read_format", "cannot tell"),
+    ("depth layouts", {"depth_layouts": {"deep": {"columns": ["event"]}}}, ONLY_DATA, None, "depth_layouts", "not supported yet"),
+    ("id column selected", {"selected_columns": ["sequenceId", "event"]}, ONLY_DATA, None, "selected_columns", "sequenceId or itemPosition"),
+    ("column twice", {"selected_columns": ["event", "event"]}, ONLY_DATA, None, "selected_columns", "more than once"),
+    ("zero stride", {"window_stride": 0}, ONLY_DATA, None, "window_stride", "at least 1"),
+    ("zero cores", {"n_cores": 0}, ONLY_DATA, None, "n_cores", "at least 1"),
+    ("string window length", {"window_length": "5"}, ONLY_DATA, None, "window_length", "expected an integer"),
+    ("negative split ratio", {"split_ratios": [1.2, -0.2]}, ONLY_DATA, None, "split_ratios", "positive"),
+    ("alias and key", {"data_path": DATA}, ONLY_DATA, None, "data_path", "set only one"),
+    ("bad interpolation", None, ONLY_DATA, "window_length: ${nope}\n", "{root}/" + CONFIG, "cannot resolve interpolation"),
+    ("missing fragment", {"additional_config_paths": ["configs/split.yaml"]}, ONLY_DATA, None,
+     "additional_config_paths", "does not exist"),
+    ("fragment overlaps the entry", {"additional_config_paths": ["configs/split.yaml"]},
+     {DATA: good_table(), "configs/split.yaml": "window_length: 6\n"}, None, "window_length", "set by both"),
 ]
 
 
-def build_project(root: Path, changes: dict | None, table: pa.Table | None, config_text: str | None) -> Path:
+def write_input(path: Path, content) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if isinstance(content, pa.Table):
+        (pv.write_csv if path.suffix == ".csv" else pq.write_table)(content, path)
+    elif isinstance(content, dict):
+        path.write_text(json.dumps(content))
+    else:
+        path.write_text(content)
+
+
+def build_project(root: Path, changes: dict | None, files: dict, config_text: str | None) -> Path:
     (root / "data").mkdir(parents=True)
     (root / "configs").mkdir()
-    if table is not None:
-        pq.write_table(table, root / DATA)
+    for relative, content in files.items():
+        write_input(root / relative, content)
     config_path = root / CONFIG
     if config_text is None:
         config_path.write_text(yaml.safe_dump(good_config(**(changes or {}))))
@@ -107,35 +192,30 @@ def build_project(root: Path, changes: dict | None, table: pa.Table | None, conf
     return config_path
 
 
-def output_files(root: Path) -> list[str]:
-    inputs = {root / DATA, root / CONFIG}
-    return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file() and p not in inputs)
+def leftovers(root: Path, inputs: set[str]) -> list[str]:
+    """Files under `root` that are not inputs, and hidden (staging) entries."""
+    found = (p.relative_to(root) for p in root.rglob("*") if p.is_file() or p.name.startswith("."))
+    return sorted(str(p) for p in found if str(p) not in inputs)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case[0] for case in CASES])
 def test_bad_input_raises_user_error(case, tmp_path, monkeypatch):
-    _, changes, table, config_text, where, message = case
-    config_path = build_project(tmp_path, changes, table, config_text)
+    _, changes, files, config_text, where, message = case
+    config_path = build_project(tmp_path, changes, files, config_text)
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserError) as error:
         run_preprocess(load_preprocess_config(config_path))
     assert error.value.where == where.format(root=tmp_path)
-    assert message in error.value.problem
-    assert output_files(tmp_path) == []
+    assert message.format(root=tmp_path) in error.value.problem
+    assert leftovers(tmp_path, {*files, CONFIG}) == []
 
 
-def test_bad_csv_input(tmp_path, monkeypatch):
-    config_path = build_project(tmp_path, {"preprocessing_data_path": "data/events.csv", "read_format": "csv"}, None, None)
-    pv.write_csv(duplicate_position(), tmp_path / "data" / "events.csv")
-    monkeypatch.chdir(tmp_path)
-    with pytest.raises(UserError) as error:
-        run_preprocess(load_preprocess_config(config_path))
-    assert error.value.where == "itemPosition"
-    assert sorted(p.name for p in (tmp_path / "data").iterdir()) == ["events.csv"]
+def test_at_least_fifteen_bad_inputs_are_covered():
+    assert len(CASES) >= 15
 
 
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
-    config_path = build_project(tmp_path, {}, good_table(), None)
+    config_path = build_project(tmp_path, {}, ONLY_DATA, None)
     monkeypatch.chdir(tmp_path)
 
     def broken_write(path, metadata):
@@ -144,21 +224,60 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.setattr(run_module, "write_metadata", broken_write)
     with pytest.raises(OSError):
         run_preprocess(load_preprocess_config(config_path))
-    assert output_files(tmp_path) == []
+    assert leftovers(tmp_path, {DATA, CONFIG}) == []
+
+
+@pytest.mark.parametrize("form", [{"write_format": "pt", "merge_output": False}, {"merge_output": False}, {}],
+                         ids=["pt-shards", "parquet-shards", "merged"])
+def test_interrupted_write_leaves_nothing_behind(form, tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, form, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    real_write = outputs_module.write_task_split
+    calls = []
+
+    def interrupted(*args):
+        calls.append(args)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_write(*args)
+
+    monkeypatch.setattr("sequifier.data.preprocess.tasks.write_task_split", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        run_preprocess(load_preprocess_config(config_path))
+    assert leftovers(tmp_path, {DATA, CONFIG}) == []
 
 
 def test_failed_rename_removes_all_outputs(tmp_path, monkeypatch):
-    config_path = build_project(tmp_path, {}, good_table(), None)
+    config_path = build_project(tmp_path, {"merge_output": False}, ONLY_DATA, None)
     monkeypatch.chdir(tmp_path)
     run_preprocess(load_preprocess_config(config_path))
-    real_replace = run_module.os.replace
+    real_replace = staging_module.os.replace
+    final_metadata = tmp_path / "configs" / "metadata_configs" / "events.json"
 
     def replace_then_fail(source, target):
-        if str(target).endswith(".json"):
+        if Path(target) == final_metadata:
             raise OSError("rename failed")
         real_replace(source, target)
 
-    monkeypatch.setattr(run_module.os, "replace", replace_then_fail)
+    monkeypatch.setattr(staging_module.os, "replace", replace_then_fail)
     with pytest.raises(OSError):
         run_preprocess(load_preprocess_config(config_path))
-    assert output_files(tmp_path) == []
+    assert leftovers(tmp_path, {DATA, CONFIG}) == []
+
+
+def test_sigterm_removes_staged_outputs_and_restores_the_handler(tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, {"merge_output": False}, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    real_metadata = run_module._metadata
+
+    def terminated(*args):
+        os.kill(os.getpid(), signal.SIGTERM)  # arrives while shards are staged, before anything is placed
+        return real_metadata(*args)
+
+    monkeypatch.setattr(run_module, "_metadata", terminated)
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(SystemExit) as exit_info:
+        run_preprocess(load_preprocess_config(config_path))
+    assert exit_info.value.code == 128 + signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+    assert leftovers(tmp_path, {DATA, CONFIG}) == []

@@ -1,15 +1,21 @@
-"""Preprocessing the reference-v3 raw data reproduces the 3.x outputs (metadata and merged Parquet splits)."""
+"""Preprocessing the reference-v3 raw data reproduces the 3.x outputs: metadata, merged Parquet splits and PT shards."""
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+import torch
 
-from data_test_helpers import REFERENCE_DIR, make_project, reference_config
+import sequifier.data.preprocess.groups as groups_module
+from data_test_helpers import (
+    REFERENCE_DIR, assert_same_windows, load_sorted_split, make_project, read_json, reference_config,
+)
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata, write_metadata
 from sequifier.data.preprocess import run_preprocess
@@ -24,12 +30,27 @@ IDENTIFIERS = [
     "inputCol",
 ]
 REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
+REFERENCE_PT_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events_pt.json"
 
 
-@pytest.fixture(params=[("events.csv", "csv"), ("events.parquet", "parquet")], ids=["csv", "parquet"])
+def assert_metadata_matches(actual: dict, expected: dict) -> None:
+    assert list(actual) == list(expected)
+    for key in expected:
+        if key != "selected_columns_statistics":
+            assert actual[key] == expected[key], key
+    for column, stats in expected["selected_columns_statistics"].items():
+        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
+
+
+@pytest.fixture(
+    params=[("events.csv", "csv", 1), ("events.parquet", "parquet", 1), ("events.parquet", "parquet", 2)],
+    ids=["csv", "parquet", "parquet-2-cores-many-groups"],
+)
 def preprocessed(request, tmp_path, monkeypatch) -> Path:
-    file_name, read_format = request.param
-    config = reference_config(preprocessing_data_path=f"data/{file_name}", read_format=read_format)
+    file_name, read_format, n_cores = request.param
+    if n_cores > 1:
+        monkeypatch.setattr(groups_module, "GROUP_ROWS", 700)  # several groups per worker
+    config = reference_config(preprocessing_data_path=f"data/{file_name}", read_format=read_format, n_cores=n_cores)
     config_path = make_project(tmp_path, REFERENCE_DIR / "data" / file_name, config)
     monkeypatch.chdir(tmp_path)
     metadata_path = run_preprocess(load_preprocess_config(config_path))
@@ -40,12 +61,7 @@ def preprocessed(request, tmp_path, monkeypatch) -> Path:
 def test_metadata_matches_reference(preprocessed):
     expected = json.loads(REFERENCE_METADATA.read_text())
     actual = json.loads((preprocessed / "configs" / "metadata_configs" / "events.json").read_text())
-    assert list(actual) == list(expected)
-    for key in expected:
-        if key != "selected_columns_statistics":
-            assert actual[key] == expected[key], key
-    for column, stats in expected["selected_columns_statistics"].items():
-        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
+    assert_metadata_matches(actual, expected)
 
 
 @pytest.mark.parametrize("split", [0, 1, 2])
@@ -64,8 +80,85 @@ def test_split_windows_match_reference(preprocessed, split):
 
 
 def test_no_staging_files_left(preprocessed):
-    leftovers = [p.name for p in preprocessed.rglob(".*") if p.is_file()]
+    leftovers = [p.name for p in preprocessed.rglob(".*")]
     assert leftovers == []
+
+
+@pytest.fixture(scope="module")
+def pt_project(tmp_path_factory) -> Path:
+    """The reference pt config run on a copy of the raw data (n_cores 2, as the reference was made)."""
+    project = tmp_path_factory.mktemp("pt")
+    shutil.copytree(REFERENCE_DIR / "configs", project / "configs", ignore=shutil.ignore_patterns("metadata_configs"))
+    (project / "data").mkdir()
+    shutil.copy(REFERENCE_DIR / "data" / "events.parquet", project / "data" / "events_pt.parquet")
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        run_preprocess(load_preprocess_config(Path("configs/preprocess-pt.yaml")))
+    finally:
+        os.chdir(cwd)
+    return project
+
+
+def test_pt_metadata_matches_reference(pt_project):
+    actual = read_json(pt_project / "configs" / "metadata_configs" / "events_pt.json")
+    assert_metadata_matches(actual, read_json(REFERENCE_PT_METADATA))
+
+
+@pytest.mark.parametrize("split", [0, 1, 2])
+def test_pt_folder_metadata_matches_reference(pt_project, split):
+    name = f"events_pt-split{split}"
+    actual = read_json(pt_project / "data" / name / "metadata.json")
+    expected = read_json(REFERENCE_DIR / "data" / name / "metadata.json")
+    assert list(actual) == list(expected)
+    for key in expected:
+        if key not in ("selected_columns_statistics", "batch_files"):
+            assert actual[key] == expected[key], key
+    for column, stats in expected["selected_columns_statistics"].items():
+        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
+    for entry in actual["batch_files"]:
+        assert list(entry) == ["path", "samples", "left_pad_length_histogram", "target_valid_from_histogram"]
+        assert (pt_project / "data" / name / entry["path"]).is_file()
+    totals = {}
+    for entry in expected["batch_files"]:
+        for pad, count in entry["left_pad_length_histogram"].items():
+            totals[pad] = totals.get(pad, 0) + count
+    ours = {}
+    for entry in actual["batch_files"]:
+        for pad, count in entry["left_pad_length_histogram"].items():
+            ours[pad] = ours.get(pad, 0) + count
+    assert ours == totals
+
+
+@pytest.mark.parametrize("split", [0, 1, 2])
+def test_pt_shards_hold_the_reference_windows(pt_project, split):
+    name = f"events_pt-split{split}"
+    assert_same_windows(load_sorted_split(pt_project / "data" / name), load_sorted_split(REFERENCE_DIR / "data" / name))
+
+
+def test_pt_shard_payload_layout_matches_reference(pt_project):
+    folder = "events_pt-split1"
+    reference_file = sorted((REFERENCE_DIR / "data" / folder).glob("*.pt"))[0]
+    expected = torch.load(reference_file, weights_only=True)
+    ours = [torch.load(p, weights_only=True) for p in sorted((pt_project / "data" / folder).glob("*.pt"))]
+    for payload in ours:
+        assert list(payload) == list(expected)
+        assert payload["format"] == expected["format"] and payload["version"] == expected["version"]
+        assert payload["metadata"] == expected["metadata"]
+        assert list(payload["sequences"]) == list(expected["sequences"])
+        for column, tensor in expected["sequences"].items():
+            assert payload["sequences"][column].dtype == tensor.dtype
+            assert payload["sequences"][column].shape[1] == tensor.shape[1]
+        for key in ("sequence_ids", "subsequence_ids", "start_item_positions", "left_pad_lengths",
+                    "split_start_item_positions", "split_end_item_positions"):
+            assert payload[key].dtype == torch.int64 and payload[key].ndim == 1
+
+
+@pytest.mark.parametrize("split", [0, 1, 2])
+def test_reference_merged_and_pt_forms_load_the_same_windows(split):
+    merged = load_sorted_split(REFERENCE_DIR / "data" / f"events-split{split}.parquet")
+    shards = load_sorted_split(REFERENCE_DIR / "data" / f"events_pt-split{split}")
+    assert_same_windows(shards, merged, atol=1e-12)
 
 
 def test_progress_goes_to_stderr(tmp_path, monkeypatch, capsys):

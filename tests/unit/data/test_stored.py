@@ -1,18 +1,20 @@
-"""load_split / write_split_parquet on the reference-v3 merged Parquet splits."""
+"""load_split / write_split_parquet on the reference-v3 splits: merged Parquet, PT shard folders, and the other stored forms."""
 
 from __future__ import annotations
 
+import json
 import shutil
 
 import numpy as np
 import pyarrow.compute as pc
+import pyarrow.csv as pv
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import REFERENCE_DIR
+from data_test_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import read_metadata
-from sequifier.data.stored import load_split, write_split_parquet
+from sequifier.data.metadata import read_folder_metadata, read_metadata, write_folder_metadata
+from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
 
 METADATA = read_metadata(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")
 VALUE_COLUMNS = [str(offset) for offset in range(16, -1, -1)]
@@ -95,10 +97,65 @@ def test_missing_file_names_it(tmp_path):
     assert error.value.where == str(missing)
 
 
-def test_folder_is_not_supported_yet(tmp_path):
-    with pytest.raises(UserError, match="not supported yet") as error:
+def test_folder_without_metadata_json_names_it(tmp_path):
+    with pytest.raises(UserError, match="metadata.json") as error:
         load_split(tmp_path, list(METADATA.column_data_types), METADATA.categorical_columns)
     assert error.value.where == str(tmp_path)
+
+
+def pt_folder(split: int):
+    return REFERENCE_DIR / "data" / f"events_pt-split{split}"
+
+
+def test_pt_folder_loads_with_types_of_the_request():
+    windows = load_split(pt_folder(0), ["delay", "event"], METADATA.categorical_columns)
+    assert list(windows.columns) == ["delay", "event"]
+    assert windows.columns["event"].dtype == np.int64 and windows.columns["delay"].dtype == np.float64
+    assert len(windows) == read_folder_metadata(pt_folder(0))["total_samples"] == 310
+
+
+def test_parquet_shard_folder_loads_like_the_merged_file(tmp_path):
+    merged = load_split(split_path(0), list(METADATA.column_data_types), METADATA.categorical_columns)
+    folder = tmp_path / "events-split0"
+    folder.mkdir()
+    halves = [(0, 100), (100, len(merged))]
+    entries = []
+    for index, (start, end) in enumerate(halves):
+        part = StoredWindows(
+            columns={c: v[start:end] for c, v in merged.columns.items()},
+            **{attr: getattr(merged, attr)[start:end] for attr in IDENTIFIER_ATTRIBUTES},
+        )
+        write_split_parquet(folder / f"part-{index}.parquet", part, list(METADATA.column_data_types))
+        entries.append({"path": f"part-{index}.parquet", "samples": end - start})
+    write_folder_metadata(folder, 0, METADATA, entries)
+    loaded = load_split(folder, list(METADATA.column_data_types), METADATA.categorical_columns)
+    assert_same_windows(loaded, merged, atol=0)
+
+
+def test_shard_count_mismatch_names_the_shard(tmp_path):
+    folder = tmp_path / "events_pt-split0"
+    shutil.copytree(pt_folder(0), folder)
+    described = json.loads((folder / "metadata.json").read_text())
+    described["batch_files"][0]["samples"] += 1
+    (folder / "metadata.json").write_text(json.dumps(described))
+    with pytest.raises(UserError, match="holds 154 windows") as error:
+        load_split(folder, ["event"], METADATA.categorical_columns)
+    assert error.value.where == str(folder / described["batch_files"][0]["path"])
+
+
+def test_pt_shard_without_the_column_names_it():
+    with pytest.raises(UserError, match="not stored") as error:
+        load_split(pt_folder(1), ["event", "weather"], METADATA.categorical_columns)
+    assert error.value.where == "weather"
+
+
+def test_merged_csv_split_loads_like_parquet(tmp_path):
+    table = pq.read_table(split_path(2))
+    path = tmp_path / "events-split2.csv"
+    pv.write_csv(table, path)
+    loaded = load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
+    expected = load_split(split_path(2), list(METADATA.column_data_types), METADATA.categorical_columns)
+    assert_same_windows(loaded, expected, atol=1e-12)
 
 
 def test_unknown_column_names_it():

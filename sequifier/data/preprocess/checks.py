@@ -1,0 +1,50 @@
+"""Row checks of one input batch: integer identifiers, finite reals, present split values; errors name column, row and file."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sequifier.config.errors import UserError
+from sequifier.data.preprocess.sources import Batch
+
+
+def _first_null(column: pa.Array) -> int:
+    return int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
+
+
+def identifier_values(batch: Batch, name: str) -> np.ndarray:
+    """int64 values of sequenceId/itemPosition; missing or non-integer values are errors."""
+    column = batch.data.column(name)
+    if column.null_count:
+        raise UserError(name, f"has a missing value at {batch.where(_first_null(column))}")
+    if pa.types.is_integer(column.type):
+        return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if pa.types.is_floating(column.type):
+        values = column.to_numpy(zero_copy_only=False)
+        bad = ~np.isfinite(values) | (values != np.round(values))
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise UserError(name, f"must hold integers, found {float(values[row])!r} at {batch.where(row)}")
+        return values.astype(np.int64)
+    raise UserError(name, f"must hold integers, found type {column.type} in {batch.file}")
+
+
+def check_reals(batch: Batch, names: list[str]) -> None:
+    """Real columns must have no missing, NaN or infinite values."""
+    for name in names:
+        column = batch.data.column(name)
+        if column.null_count:
+            raise UserError(name, f"real column has a missing value at {batch.where(_first_null(column))}")
+        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+        bad = ~np.isfinite(values)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise UserError(name, f"real column has a NaN/infinite value ({float(values[row])}) at {batch.where(row)}")
+
+
+def check_present(batch: Batch, name: str, role: str) -> None:
+    column = batch.data.column(name)
+    if column.null_count:
+        raise UserError(name, f"{role} has a missing value at {batch.where(_first_null(column))}")

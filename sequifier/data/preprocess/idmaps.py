@@ -1,0 +1,93 @@
+"""Categorical id maps (from the data, a static configs/id_maps/<column>.json, or reused metadata) and encoding by them."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from sequifier.config.errors import UserError
+from sequifier.data.metadata import SPECIAL_TOKEN_IDS
+
+FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)
+# Reserved ids written into every id map ([mask] is only in special_token_ids and n_classes).
+ID_MAP_RESERVED = {"[unknown]": SPECIAL_TOKEN_IDS["[unknown]"], "[other]": SPECIAL_TOKEN_IDS["[other]"]}
+OTHER_ID = SPECIAL_TOKEN_IDS["[other]"]
+UNKNOWN_ID = SPECIAL_TOKEN_IDS["[unknown]"]
+
+
+@dataclass(frozen=True)
+class CategoricalMeaning:
+    """The id map of one column as written to the metadata, and its n_classes."""
+
+    id_map: dict[str, int]
+    n_classes: int
+
+
+@dataclass(frozen=True)
+class CategoricalCodes:
+    """Every distinct value the data holds, with the id it encodes to."""
+
+    values: pa.Array
+    ids: np.ndarray
+
+    def encode(self, column: pa.ChunkedArray) -> np.ndarray:
+        """int64 ids per row; missing values are [unknown]."""
+        positions = pc.index_in(column, value_set=self.values)
+        table = np.append(self.ids, UNKNOWN_ID)
+        return table[pc.fill_null(positions, -1).to_numpy()]
+
+
+def data_id_map(values: pa.Array) -> CategoricalMeaning:
+    """Raw value (as string) -> id, data values from 3 in sorted order, then the reserved ids."""
+    id_map = {str(value): index + FIRST_VALUE_ID for index, value in enumerate(values.to_pylist())}
+    id_map.update(ID_MAP_RESERVED)
+    return CategoricalMeaning(id_map, len(id_map) + 1)
+
+
+def static_map_path(project_root: Path, column: str) -> Path:
+    return Path(project_root) / "configs" / "id_maps" / f"{column}.json"
+
+
+def static_id_map(path: Path) -> CategoricalMeaning:
+    """A {raw value: id} JSON file; ids are distinct integers >= 3 (reserved entries may be listed with their own ids)."""
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise UserError(str(path), f"cannot read the id map ({' '.join(str(error).split())})") from None
+    if not isinstance(raw, dict) or not raw:
+        raise UserError(str(path), "an id map must be a non-empty JSON object {raw value: id}")
+    id_map: dict[str, int] = {}
+    for key, value in raw.items():
+        if key in ID_MAP_RESERVED or key == "[mask]":
+            if value != SPECIAL_TOKEN_IDS[key]:
+                raise UserError(str(path), f"{key} must have id {SPECIAL_TOKEN_IDS[key]}, got {value!r}")
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < FIRST_VALUE_ID:
+            raise UserError(str(path), f"id of {key!r} must be an integer >= {FIRST_VALUE_ID}, got {value!r}")
+        id_map[key] = value
+    if len(set(id_map.values())) != len(id_map):
+        raise UserError(str(path), "two values share an id; ids must be distinct")
+    id_map.update(ID_MAP_RESERVED)
+    return CategoricalMeaning(id_map, max(id_map.values()) + 1)
+
+
+def codes_for(values: pa.Array, meaning: CategoricalMeaning) -> CategoricalCodes:
+    """Ids of the data's distinct values under `meaning`; values it does not know are [other]."""
+    ids = np.array([meaning.id_map.get(str(v), OTHER_ID) for v in values.to_pylist()], dtype=np.int64)
+    return CategoricalCodes(values, ids)
+
+
+def column_meaning(
+    column: str, values: pa.Array, project_root: Path, reused: Optional[CategoricalMeaning]
+) -> CategoricalMeaning:
+    """Reused metadata first, then a static map file, else the map built from the data's values."""
+    if reused is not None:
+        return reused
+    path = static_map_path(project_root, column)
+    return static_id_map(path) if path.is_file() else data_id_map(values)

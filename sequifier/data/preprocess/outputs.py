@@ -1,0 +1,95 @@
+"""Output forms: names of split files/folders and shards, per-task writing, and assembling merged splits from parts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pv
+import pyarrow.parquet as pq
+
+from sequifier.data.stored import StoredWindows, pt_payload, stored_schema, windows_to_table
+
+
+@dataclass(frozen=True)
+class OutputForm:
+    """Where and how splits are written: merged parquet/csv files or parquet/pt shard folders."""
+
+    write_format: str
+    merged: bool
+    data_name: str
+    stage: Path  # staged outputs carry their final names
+    parts: Path  # merged form: per-task parts before assembly
+    column_types: dict[str, str]
+    window_length: int
+
+    def split_name(self, split: int) -> str:
+        base = f"{self.data_name}-split{split}"
+        return f"{base}.{self.write_format}" if self.merged else base
+
+    def shard_name(self, split: int, task: int) -> str:
+        return f"{self.data_name}-split{split}-{task}-00.{self.write_format}"
+
+
+def _first_seen_histogram(values: np.ndarray) -> dict[str, int]:
+    """Counts per value, keys as strings in order of first appearance."""
+    distinct, first, counts = np.unique(values, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    return {str(int(distinct[i])): int(counts[i]) for i in order}
+
+
+def write_task_split(form: OutputForm, split: int, task: int, windows: StoredWindows) -> Optional[dict]:
+    """Write one task's windows of one split: a part (merged form) or a shard. Returns its entry, None when empty.
+
+    A shard entry is a folder metadata.json batch_files entry. Windows hold only items of
+    their split, so targets are valid from the first non-padding slot.
+    """
+    if len(windows) == 0:
+        return None
+    if form.merged:
+        path = form.parts / f"split{split}-{task:06d}.arrow"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        table = windows_to_table(windows, list(form.column_types))
+        with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
+            writer.write_table(table)
+        return {"path": str(path), "samples": len(windows)}
+    folder = form.stage / form.split_name(split)
+    folder.mkdir(parents=True, exist_ok=True)
+    name = form.shard_name(split, task)
+    if form.write_format == "pt":
+        import torch
+
+        torch.save(pt_payload(windows, form.column_types), folder / name)
+    else:
+        pq.write_table(windows_to_table(windows, list(form.column_types)), folder / name)
+    histogram = _first_seen_histogram(windows.left_pad_lengths)
+    return {"path": name, "samples": len(windows), "left_pad_length_histogram": histogram,
+            "target_valid_from_histogram": dict(histogram)}
+
+
+class MergedSplitWriter:
+    """Appends parts, in task order, to one staged parquet or csv file."""
+
+    def __init__(self, form: OutputForm, split: int):
+        self.path = form.stage / form.split_name(split)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        schema = stored_schema(form.window_length)
+        self.samples = 0
+        if form.write_format == "csv":
+            self.writer = pv.CSVWriter(str(self.path), schema)
+        else:
+            self.writer = pq.ParquetWriter(str(self.path), schema)
+
+    def append(self, entry: dict) -> None:
+        part = Path(entry["path"])
+        with pa.OSFile(str(part)) as handle:
+            table = pa.ipc.open_file(handle).read_all()
+        self.writer.write_table(table)
+        self.samples += entry["samples"]
+        part.unlink()
+
+    def close(self) -> None:
+        self.writer.close()

@@ -1,0 +1,54 @@
+"""Reusing an earlier part's metadata: its columns must match, its id maps and statistics are applied as they are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from sequifier.config.errors import UserError
+from sequifier.config.preprocess import PreprocessConfig
+from sequifier.data.metadata import CATEGORICAL_TYPE, DatasetMetadata, read_metadata
+
+
+def _kind(column_type: str) -> str:
+    return "categorical" if column_type == CATEGORICAL_TYPE else "real"
+
+
+@dataclass(frozen=True)
+class ReusedMeaning:
+    """The metadata named by metadata_config_path and where it came from."""
+
+    path: Path
+    metadata: DatasetMetadata
+
+    @property
+    def columns(self) -> list[str]:
+        return list(self.metadata.column_data_types)
+
+    def mismatch(self, column: str, problem: str) -> UserError:
+        return UserError(column, f"{problem}; the data must match the reused metadata")
+
+    def check_types(self, types: dict[str, str], data_file: Path) -> None:
+        """Every column here must exist there with the same kind (categorical vs real)."""
+        known = self.metadata.column_data_types
+        for column, column_type in types.items():
+            if column not in known:
+                raise self.mismatch(column, f"is a column of {data_file} but not of {self.path}")
+            if _kind(known[column]) != _kind(column_type):
+                raise self.mismatch(
+                    column, f"is {_kind(known[column])} in {self.path} but {_kind(column_type)} in {data_file} "
+                    "(set categorical_columns/real_columns to match)",
+                )
+            needs_statistics = self.metadata.normalize_real_columns and _kind(column_type) == "real"
+            if needs_statistics and column not in self.metadata.selected_columns_statistics:
+                raise self.mismatch(column, f"has no normalization statistics in {self.path} (needed for {data_file})")
+
+
+def load_reused(config: PreprocessConfig) -> Optional[ReusedMeaning]:
+    if config.metadata_config_path is None:
+        return None
+    path = Path(config.project_root) / config.metadata_config_path
+    if not path.is_file():
+        raise UserError("metadata_config_path", f"{path} does not exist")
+    return ReusedMeaning(path=path, metadata=read_metadata(path))

@@ -1,0 +1,205 @@
+"""Input sources: the CSV/Parquet file(s) to read, their unified schema, and a stream of record batches."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Iterator, Optional, Sequence
+
+import pyarrow as pa
+import pyarrow.csv as pv
+import pyarrow.parquet as pq
+
+from sequifier.config.errors import UserError
+from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
+
+BATCH_ROWS = 1 << 16
+PARQUET_BUFFER_BYTES = 1 << 20
+# CSV blocks: the streaming reader keeps a few dozen blocks read ahead, so this bounds its memory.
+CSV_BLOCK_BYTES = 1 << 20
+# Leading bytes of a CSV file its column types are inferred from.
+CSV_INFER_BYTES = 8 << 20
+_CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Some consecutive rows of one input file, cast to the source schema."""
+
+    file: Path
+    first_row: int  # index of the batch's first row within its file, from 0
+    data: pa.RecordBatch
+    units: int  # progress units consumed so far: rows, or bytes for CSV without max_rows
+
+    def where(self, row: int) -> str:
+        """'row N of FILE', counting data rows from 1 (a CSV header is not a row)."""
+        return f"row {self.first_row + row + 1} of {self.file}"
+
+
+@dataclass(frozen=True)
+class InputSource:
+    """Files in reading order and, per column, the one type every file's values are cast to."""
+
+    files: tuple[Path, ...]
+    read_format: str
+    file_schemas: tuple[pa.Schema, ...]
+    schema: pa.Schema  # the first file's columns until `restricted` picks and unifies the columns to read
+    max_rows: Optional[int]
+    total_rows: Optional[int]  # known for parquet
+    total_bytes: int
+
+    @property
+    def progress_total(self) -> Optional[int]:
+        """Total progress units of one pass (see Batch.units)."""
+        if self.total_rows is not None:
+            return min(self.total_rows, self.max_rows or self.total_rows)
+        return self.max_rows or self.total_bytes
+
+    def restricted(self, names: Sequence[str]) -> "InputSource":
+        """The source reading only `names`, which every file must have, with one type per column."""
+        for path, schema in zip(self.files, self.file_schemas):
+            for name in names:
+                if name not in schema.names:
+                    raise UserError(name, f"column is missing from {path}")
+        fields = [
+            pa.field(name, _unified_type(name, [(p, s.field(name).type) for p, s in zip(self.files, self.file_schemas)]))
+            for name in names
+        ]
+        return replace(self, schema=pa.schema(fields))
+
+
+def input_files(config: PreprocessConfig) -> list[Path]:
+    """The input file, or the folder's files of read_format in name order (hidden files skipped)."""
+    path = Path(config.preprocessing_data_path)
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise UserError(str(path), "data file or folder not found")
+    if path.resolve() == (Path(config.project_root) / "data").resolve():
+        raise UserError(str(path), "the input folder is the output folder (<project_root>/data); move the input files into a subfolder")
+    suffixes = {s for s, f in READ_FORMATS.items() if f == config.read_format}
+    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
+    if not files:
+        raise UserError(str(path), f"the input folder holds no {config.read_format} files")
+    return files
+
+
+def _decoded(arrow_type: pa.DataType) -> pa.DataType:
+    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+
+
+def _csv_schema(path: Path) -> pa.Schema:
+    """Column types inferred from the file's first CSV_INFER_BYTES (whole lines)."""
+    with open(path, "rb") as handle:
+        head = handle.read(CSV_INFER_BYTES)
+        if handle.read(1):
+            head = head[: head.rfind(b"\n") + 1]
+    if not head.strip():
+        raise UserError(str(path), "the input file is empty")
+    try:
+        table = pv.read_csv(pa.py_buffer(head), read_options=pv.ReadOptions(use_threads=False))
+    except pa.ArrowInvalid:  # e.g. a quoted field with line breaks cut at the end of the head
+        reader = pv.open_csv(path, read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+        schema = reader.schema
+        reader.close()
+        return schema
+    if table.num_rows == 0:
+        raise UserError(str(path), "the input has no rows (only a header)")
+    return table.schema
+
+
+def _file_schema(path: Path, read_format: str) -> pa.Schema:
+    try:
+        schema = _csv_schema(path) if read_format == "csv" else pq.read_schema(path)
+    except (pa.ArrowInvalid, OSError) as error:
+        raise UserError(str(path), f"cannot read as {read_format} ({' '.join(str(error).split())})") from None
+    return pa.schema([pa.field(f.name, _decoded(f.type)) for f in schema])
+
+
+def _type_family(arrow_type: pa.DataType) -> object:
+    """Types whose values cast into one another without loss: string/large_string, else the type itself."""
+    return "string" if pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type) else arrow_type
+
+
+def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataType:
+    known = [(p, t) for p, t in typed if not pa.types.is_null(t)]
+    if not known:
+        return pa.null()
+    first_path, first = known[0]
+    numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for _, t in known)
+    if numeric and any(pa.types.is_floating(t) for _, t in known):
+        return pa.float64() if any(t != first for _, t in known) else first
+    if numeric:
+        return pa.int64() if any(t != first for _, t in known) else first
+    for path, arrow_type in known:
+        if _type_family(arrow_type) != _type_family(first):
+            raise UserError(name, f"has type {first} in {first_path} but {arrow_type} in {path}")
+    return first
+
+
+def open_source(config: PreprocessConfig) -> InputSource:
+    """Inspect every input file's schema (Parquet footers, the head of each CSV file)."""
+    files = input_files(config)
+    schemas = tuple(_file_schema(path, config.read_format) for path in files)
+    total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files) if config.read_format == "parquet" else None
+    return InputSource(
+        files=tuple(files), read_format=config.read_format, file_schemas=schemas, schema=schemas[0],
+        max_rows=config.max_rows, total_rows=total_rows, total_bytes=sum(p.stat().st_size for p in files),
+    )
+
+
+def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    arrays = [batch.column(f.name) for f in schema]
+    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserError:
+    text = " ".join(str(error).split())
+    match = _CSV_COLUMN.search(text)
+    if match and int(match.group(1)) < len(header):
+        return UserError(header[int(match.group(1))], f"cannot read {path}: {text}")
+    return UserError(str(path), f"cannot read as csv ({text})")
+
+
+def _file_batches(path: Path, read_format: str, schema: pa.Schema, header: Sequence[str]) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """(batch, bytes of the file consumed so far; 0 for parquet) for one file."""
+    if read_format == "parquet":
+        # Buffered page reads keep memory independent of row-group size (pre-buffered chunks would stay allocated).
+        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=PARQUET_BUFFER_BYTES)
+        for row_group in range(parquet.num_row_groups):
+            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[row_group], columns=schema.names):
+                yield batch, 0
+        return
+    types = {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
+    with pa.OSFile(str(path)) as handle:
+        try:
+            reader = pv.open_csv(
+                handle, read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types),
+            )
+            for batch in reader:
+                yield batch, handle.tell()
+        except pa.ArrowInvalid as error:
+            raise _csv_problem(path, error, header) from None
+
+
+def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]:
+    """The input's rows in file order, restricted to `columns` and to the first max_rows rows."""
+    schema = pa.schema([source.schema.field(c) for c in columns])
+    by_rows = source.read_format == "parquet" or source.max_rows is not None
+    rows_seen = bytes_before = 0
+    for path, file_schema in zip(source.files, source.file_schemas):
+        first_row = 0
+        for batch, file_bytes in _file_batches(path, source.read_format, schema, file_schema.names):
+            if source.max_rows is not None:
+                batch = batch.slice(0, source.max_rows - rows_seen)
+            rows_seen += batch.num_rows
+            if batch.num_rows:
+                units = rows_seen if by_rows else bytes_before + file_bytes
+                yield Batch(path, first_row, _cast(batch, schema), units)
+            first_row += batch.num_rows
+            if source.max_rows is not None and rows_seen >= source.max_rows:
+                return
+        bytes_before += path.stat().st_size

@@ -1,0 +1,44 @@
+"""Normalization statistics: per-group moments of real columns, merged exactly enough to give the 3.x mean and std."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from sequifier.config.errors import UserError
+
+
+@dataclass(frozen=True)
+class Moments:
+    """Count, mean and sum of squared deviations of some values."""
+
+    count: int = 0
+    mean: float = 0.0
+    m2: float = 0.0
+
+    @staticmethod
+    def of(values: np.ndarray) -> "Moments":
+        if values.size == 0:
+            return Moments()
+        mean = float(values.mean())
+        return Moments(int(values.size), mean, float(np.square(values - mean).sum()))
+
+    def merged(self, other: "Moments") -> "Moments":
+        """Moments of both sets of values together (Chan et al.'s pairwise update)."""
+        if other.count == 0:
+            return self
+        if self.count == 0:
+            return other
+        count = self.count + other.count
+        delta = other.mean - self.mean
+        mean = self.mean + delta * other.count / count
+        return Moments(count, mean, self.m2 + other.m2 + delta * delta * self.count * other.count / count)
+
+
+def statistics_of(name: str, moments: Moments) -> dict[str, float]:
+    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
+    if moments.count == 0:
+        raise UserError(name, "no values in split 0 to fit normalization on (set normalize_on_all_data: true)")
+    std = float(np.sqrt(moments.m2 / (moments.count - 1))) if moments.count > 1 else 0.0
+    return {"mean": moments.mean, "std": std}

@@ -1,0 +1,72 @@
+"""Dataset freezing: which parameters a dataset's updates leave untouched.
+
+A scope (backbone, ingestion, adapter, decoder) or ingestion branch may say
+`freeze: [selectors]` (those groups frozen, the rest not) or `freezing_except: [selectors]`
+(everything frozen but those); `freeze: []` unfreezes the scope and `freezing_except: []`
+freezes it. A node without a selector keeps the decision it inherits; branches inherit
+their parent's, and a composite's merge parameters follow the composite's own decision.
+Frozen gradients are dropped before each optimizer step, so momentum and weight decay
+cannot move those parameters either.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from torch import nn
+
+from sequifier.config.schema import FreezeNode, IngestionConfig, TrainConfig
+from sequifier.model.network import SequifierNetwork
+from sequifier.model.parameters import matches, parameter_groups
+
+Decision = Callable[[str], bool]  # semantic group -> frozen?
+
+
+def _never(group: str) -> bool:
+    return False
+
+
+def _decision(node: FreezeNode | None, inherited: Decision) -> Decision:
+    if node is None:
+        return inherited
+    if node.freeze is not None:
+        selectors = node.freeze
+        return lambda group: any(matches(s, group) for s in selectors)
+    if node.freezing_except is not None:
+        selectors = node.freezing_except
+        return lambda group: not any(matches(s, group) for s in selectors)
+    return inherited
+
+
+def _frozen_in(module: nn.Module, decision: Decision) -> set[int]:
+    return {id(module.get_parameter(name)) for name, group in parameter_groups(module).items() if decision(group)}
+
+
+def _ingestion(config: IngestionConfig, module: nn.Module, node: FreezeNode | None, inherited: Decision) -> set[int]:
+    decision = _decision(node, inherited)
+    if config.type != "composite":
+        return _frozen_in(module, decision)
+    frozen = _frozen_in(module.merge, decision)
+    chosen = (node.branches or {}) if node else {}
+    for name, child in (config.branches or {}).items():
+        frozen |= _ingestion(child, module.branches[name], chosen.get(name), decision)
+    return frozen
+
+
+def frozen_parameters(network: SequifierNetwork, config: TrainConfig) -> dict[str, set[int]]:
+    """Dataset name -> ids of the parameters its updates must not change."""
+    result = {}
+    for name, dataset in config.dataset_training.items():
+        freeze = dataset.freeze
+        if freeze is None:
+            result[name] = set()
+            continue
+        modules = network.interfaces[dataset.model_interface]
+        interface = config.model.interfaces[dataset.model_interface]
+        result[name] = (
+            _frozen_in(network.backbone, _decision(freeze.backbone, _never))
+            | _ingestion(interface.ingestion, modules.ingestion, freeze.ingestion, _never)
+            | _frozen_in(modules.adapter, _decision(freeze.adapter, _never))
+            | _frozen_in(modules.decoder, _decision(freeze.decoder, _never))
+        )
+    return result

@@ -1,0 +1,154 @@
+"""Inputs and streaming: folders of CSV/Parquet files, max_rows, row order, batch and group sizes, worker counts."""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pv
+import pyarrow.parquet as pq
+import pytest
+
+import sequifier.data.preprocess.groups as groups_module
+import sequifier.data.preprocess.sources as sources_module
+from data_test_helpers import (
+    REFERENCE_DIR, assert_same_windows, load_sorted_split, make_project, read_json, reference_config,
+)
+from sequifier.config.preprocess import load_preprocess_config
+from sequifier.data.preprocess import run_preprocess
+
+REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
+
+
+def raw_table() -> pa.Table:
+    return pq.read_table(REFERENCE_PARQUET)
+
+
+def preprocess(root, monkeypatch, data_path: str, **changes) -> dict:
+    config = reference_config(preprocessing_data_path=data_path, **changes)
+    config.pop("read_format", None)
+    config.update({k: v for k, v in changes.items() if k == "read_format"})
+    config_path = make_project(root, root / "missing", config)
+    monkeypatch.chdir(root)
+    return read_json(run_preprocess(load_preprocess_config(config_path)))
+
+
+def write_parts(folder, table: pa.Table, cuts: list[int], suffix: str = "parquet") -> None:
+    """Rows of `table` in files part-0.., cut at the given row indices."""
+    folder.mkdir(parents=True, exist_ok=True)
+    bounds = [0, *cuts, table.num_rows]
+    for index, (start, end) in enumerate(zip(bounds, bounds[1:])):
+        part = table.slice(start, end - start)
+        (pv.write_csv if suffix == "csv" else pq.write_table)(part, folder / f"part-{index}.{suffix}")
+
+
+@pytest.fixture(scope="module")
+def reference_splits():
+    return [load_sorted_split(REFERENCE_DIR / "data" / f"events-split{i}.parquet") for i in range(3)]
+
+
+def assert_matches_reference(root, metadata, reference_splits):
+    assert metadata["id_maps"] == read_json(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")["id_maps"]
+    for path, expected in zip(metadata["split_paths"], reference_splits):
+        assert_same_windows(load_sorted_split(root / path), expected)
+
+
+@pytest.mark.parametrize("suffix", ["parquet", "csv"])
+def test_folder_input_matches_the_single_file(suffix, tmp_path, monkeypatch, reference_splits):
+    # cuts fall inside sequences, and the second file's rows come first in sequence order
+    table = raw_table()
+    table = pa.concat_tables([table.slice(2000), table.slice(0, 2000)])
+    write_parts(tmp_path / "data" / "events", table, [1500, 3001], suffix)
+    metadata = preprocess(tmp_path, monkeypatch, "data/events")
+    assert metadata["split_paths"][0] == "./data/events-split0.parquet"
+    assert_matches_reference(tmp_path, metadata, reference_splits)
+
+
+def test_shuffled_rows_small_batches_and_groups_change_nothing(tmp_path, monkeypatch, reference_splits):
+    monkeypatch.setattr(sources_module, "BATCH_ROWS", 333)
+    monkeypatch.setattr(groups_module, "GROUP_ROWS", 400)
+    table = raw_table()
+    shuffled = table.take(pa.array(np.random.default_rng(5).permutation(table.num_rows)))
+    pq.write_table(shuffled, tmp_path / "events.parquet", row_group_size=1000)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "events.parquet").rename(tmp_path / "data" / "events.parquet")
+    metadata = preprocess(tmp_path, monkeypatch, "data/events.parquet", n_cores=2)
+    assert len(list((tmp_path / "data").iterdir())) == 4  # the input and three splits, nothing else
+    assert_matches_reference(tmp_path, metadata, reference_splits)
+
+
+def test_groups_bound_the_rows_held_at_once(tmp_path, monkeypatch):
+    seen = []
+    real_load = groups_module.load_sorted
+
+    def recording_load(group, columns=None):
+        loaded = real_load(group, columns)
+        seen.append(loaded.table.num_rows)
+        return loaded
+
+    monkeypatch.setattr("sequifier.data.preprocess.tasks.load_sorted", recording_load)
+    monkeypatch.setattr(groups_module, "GROUP_ROWS", 500)
+    (tmp_path / "data").mkdir()
+    pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
+    preprocess(tmp_path, monkeypatch, "data/events.parquet")
+    assert len(seen) == 2 * 11 and max(seen) <= 500 + 60  # 11 groups, each read by fit and write; sequences <= 60 items
+
+
+def test_plan_groups_cuts_by_rows_and_keeps_every_core_busy():
+    lengths = np.array([10, 10, 10, 10, 100, 10])
+    assert groups_module.plan_groups(lengths, min_groups=1, group_rows=1000).tolist() == [0, 6]
+    assert groups_module.plan_groups(lengths, min_groups=2, group_rows=1000).tolist() == [0, 4, 6]
+    assert groups_module.plan_groups(lengths, min_groups=1, group_rows=50).tolist() == [0, 4, 5, 6]
+    assert groups_module.plan_groups(np.array([5]), min_groups=4).tolist() == [0, 1]
+
+
+def test_max_rows_reads_the_first_rows_across_files(tmp_path, monkeypatch, capsys):
+    table = raw_table()
+    write_parts(tmp_path / "data" / "events", table, [100, 200])
+    metadata = preprocess(tmp_path, monkeypatch, "data/events", max_rows=250, split_ratios=[1.0])
+    assert "read 250 rows" in capsys.readouterr().err
+    windows = load_sorted_split(tmp_path / metadata["split_paths"][0])
+    last_id = table.column("sequenceId")[249].as_py()
+    assert windows.sequence_ids.max() == last_id
+
+
+def test_types_are_unified_across_files(tmp_path, monkeypatch):
+    first = pa.table({"sequenceId": [1] * 4, "itemPosition": [0, 1, 2, 3], "amount": [1, 2, 3, 4], "kind": ["a", "b", "a", "b"]})
+    second = pa.table({"sequenceId": [2] * 4, "itemPosition": [0, 1, 2, 3], "amount": [0.5, 1.5, 2.5, 3.5],
+                       "kind": pa.array(["b", "c", "b", "c"]).dictionary_encode()})
+    folder = tmp_path / "data" / "mixed"
+    folder.mkdir(parents=True)
+    pq.write_table(first, folder / "a.parquet")
+    pq.write_table(second, folder / "b.parquet")
+    metadata = preprocess(tmp_path, monkeypatch, "data/mixed", selected_columns=None, window_length=2, split_ratios=[1.0])
+    assert metadata["column_data_types"] == {"amount": "Float64", "kind": "Int64"}
+    assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
+
+
+@pytest.mark.parametrize("write_format", ["parquet", "pt"])
+def test_shards_with_several_cores_hold_the_same_windows(write_format, tmp_path, monkeypatch, reference_splits):
+    monkeypatch.setattr(groups_module, "GROUP_ROWS", 1000)
+    (tmp_path / "data").mkdir()
+    pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
+    metadata = preprocess(tmp_path, monkeypatch, "data/events.parquet", write_format=write_format, merge_output=False,
+                          n_cores=2, batches_per_file=2)
+    folder = tmp_path / metadata["split_paths"][0]
+    described = read_json(folder / "metadata.json")
+    names = [entry["path"] for entry in described["batch_files"]]
+    assert names == [f"events-split0-{i}-00.{write_format}" for i in range(3)]  # 6 groups, 2 per file
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*names, "metadata.json"])
+    assert described["total_samples"] == sum(entry["samples"] for entry in described["batch_files"]) == 310
+    assert_matches_reference(tmp_path, metadata, reference_splits)
+
+
+def test_csv_type_conflict_after_the_inferred_head_names_column_and_file(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources_module, "CSV_INFER_BYTES", 200)
+    monkeypatch.setattr(sources_module, "CSV_BLOCK_BYTES", 256)
+    rows = ["sequenceId,itemPosition,code"] + [f"1,{i},{i}" for i in range(100)] + ["1,100,x"]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "codes.csv").write_text("\n".join(rows) + "\n")
+    from sequifier.config.errors import UserError
+
+    with pytest.raises(UserError) as error:
+        preprocess(tmp_path, monkeypatch, "data/codes.csv", selected_columns=["code"], window_length=2)
+    assert error.value.where == "code"
+    assert str(tmp_path / "data" / "codes.csv") in error.value.problem

@@ -1,0 +1,124 @@
+"""Meanings of values: static id maps, reusing an earlier metadata, --randomize seeds, fragments, dtypes and nulls."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import torch
+import yaml
+
+from data_test_helpers import REFERENCE_DIR, make_project, read_json, reference_config
+from sequifier.config.preprocess import load_preprocess_config
+from sequifier.data.metadata import NORMALIZATION_EPSILON
+from sequifier.data.preprocess import run_preprocess
+from sequifier.data.stored import load_split
+
+REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
+REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
+
+
+def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, randomize=False, **changes) -> dict:
+    config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
+    config_path = make_project(root, data_file, config)
+    monkeypatch.chdir(root)
+    return read_json(run_preprocess(load_preprocess_config(config_path, randomize=randomize)))
+
+
+def first_window_values(root, metadata, column):
+    windows = load_split(root / metadata["split_paths"][0], [column], ["event", "channel"])
+    return windows.columns[column]
+
+
+def test_static_id_map_fixes_ids_and_sends_other_values_to_other(tmp_path, monkeypatch):
+    (tmp_path / "configs" / "id_maps").mkdir(parents=True)
+    (tmp_path / "configs" / "id_maps" / "event.json").write_text(json.dumps({"e01": 3, "e00": 10, "[unknown]": 0}))
+    metadata = preprocess(tmp_path, monkeypatch)
+    assert metadata["id_maps"]["event"] == {"e01": 3, "e00": 10, "[unknown]": 0, "[other]": 1}
+    assert metadata["n_classes"]["event"] == 11
+    assert metadata["id_maps"]["channel"] == read_json(REFERENCE_METADATA)["id_maps"]["channel"]
+    ids = first_window_values(tmp_path, metadata, "event")
+    reference = load_split(REFERENCE_DIR / "data" / "events-split0.parquet", ["event"], ["event"]).columns["event"]
+    np.testing.assert_array_equal(ids, np.select([reference == 3, reference == 4, reference == 0], [10, 3, 0], 1))
+
+
+def shifted_input(tmp_path) -> object:
+    """The reference raw data with a new event value and amounts shifted by 1000."""
+    table = pq.read_table(REFERENCE_PARQUET)
+    events = table.column("event").to_pylist()
+    events[0] = "e99"
+    table = table.set_column(2, "event", pa.array(events))
+    table = table.set_column(4, "amount", pa.compute.add(table.column("amount"), 1000.0))
+    path = tmp_path / "later.parquet"
+    pq.write_table(table, path)
+    return path
+
+
+def test_reused_metadata_keeps_id_maps_and_statistics(tmp_path, monkeypatch):
+    (tmp_path / "configs" / "metadata_configs").mkdir(parents=True)
+    (tmp_path / "configs" / "metadata_configs" / "events.json").write_text(REFERENCE_METADATA.read_text())
+    metadata = preprocess(tmp_path, monkeypatch, data_file=shifted_input(tmp_path), selected_columns=None,
+                          metadata_config_path="configs/metadata_configs/events.json")
+    earlier = read_json(REFERENCE_METADATA)
+    for key in ("id_maps", "n_classes", "selected_columns_statistics", "column_data_types"):
+        assert metadata[key] == earlier[key], key
+    assert metadata["split_paths"][0] == "./data/later-split0.parquet"
+    assert first_window_values(tmp_path, metadata, "event")[0, 0] == 1  # e99 is [other]
+    amount = first_window_values(tmp_path, metadata, "amount")[0, 0]
+    raw = pq.read_table(tmp_path / "data" / "later.parquet").column("amount")[0].as_py()
+    stats = earlier["selected_columns_statistics"]["amount"]
+    assert amount == pytest.approx((raw - stats["mean"]) / (stats["std"] + NORMALIZATION_EPSILON), abs=1e-12)
+
+
+def test_reused_metadata_decides_normalization(tmp_path, monkeypatch):
+    earlier = read_json(REFERENCE_METADATA)
+    earlier["normalize_real_columns"] = False
+    (tmp_path / "configs").mkdir(parents=True)
+    (tmp_path / "configs" / "old.json").write_text(json.dumps(earlier))
+    metadata = preprocess(tmp_path, monkeypatch, metadata_config_path="configs/old.json")
+    assert metadata["normalize_real_columns"] is False
+    raw = pq.read_table(REFERENCE_PARQUET).column("amount")[0].as_py()
+    assert first_window_values(tmp_path, metadata, "amount")[0, 0] == raw
+
+
+def test_randomize_prints_and_records_a_seed_that_reproduces_the_split(tmp_path, monkeypatch, capsys):
+    metadata = preprocess(tmp_path / "a", monkeypatch, randomize=True, split_method="between_sequence")
+    seed = int(re.search(r"using seed (\d+)", capsys.readouterr().err).group(1))
+    assert metadata["seed"] == seed
+    again = preprocess(tmp_path / "b", monkeypatch, split_method="between_sequence", seed=seed)
+    assert "seed" not in again
+    for path_a, path_b in zip(metadata["split_paths"], again["split_paths"]):
+        a = load_split(tmp_path / "a" / path_a, ["event"], ["event"])
+        b = load_split(tmp_path / "b" / path_b, ["event"], ["event"])
+        np.testing.assert_array_equal(a.sequence_ids, b.sequence_ids)
+
+
+def test_additional_config_paths_are_composed(tmp_path, monkeypatch):
+    config = reference_config(additional_config_paths=["configs/windows.yaml"])
+    del config["window_length"], config["split_ratios"]
+    config_path = make_project(tmp_path, REFERENCE_PARQUET, config)
+    (tmp_path / "configs" / "windows.yaml").write_text(yaml.safe_dump({"window_length": 9, "split_ratios": [0.5, 0.5]}))
+    monkeypatch.chdir(tmp_path)
+    metadata = read_json(run_preprocess(load_preprocess_config(config_path)))
+    assert metadata["window_length"] == 9 and len(metadata["split_paths"]) == 2
+
+
+def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
+    table = pa.table({
+        "sequenceId": np.zeros(6, dtype=np.int64), "itemPosition": np.arange(6),
+        "kind": ["a", None, "b", "a", None, "b"], "level": pa.array(np.arange(6, dtype=np.float32)),
+    })
+    data = tmp_path / "small.parquet"
+    pq.write_table(table, data)
+    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=None, window_length=8,
+                          split_ratios=[1.0], write_format="pt", merge_output=False)
+    assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
+    shard = next((tmp_path / "p" / metadata["split_paths"][0]).glob("*.pt"))
+    payload = torch.load(shard, weights_only=True)
+    assert payload["sequences"]["level"].dtype == torch.float32
+    assert payload["sequences"]["kind"].tolist() == [[0, 0, 3, 0, 4, 3, 0, 4]]  # 2 padding slots, then a, null, b, ...
+    assert payload["left_pad_lengths"].tolist() == [2] and payload["start_item_positions"].tolist() == [-2]
