@@ -15,6 +15,7 @@ from sequifier.data.datasets import PartData, load_parts, shuffled_batches, view
 from sequifier.data.views import gather_batch
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
+from sequifier.training.checkpoint import save_checkpoint
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.freezing import frozen_parameters
 from sequifier.training.losses import TargetLosses
@@ -116,6 +117,9 @@ class Trainer:
                 evaluation = self._validate(phase.name, last_epoch)
                 if self.monitor.update(last_epoch, evaluation, training_loss):
                     best_state = copy.deepcopy(self.network.state_dict())
+                interval = self.training.save_interval_epochs
+                if interval and last_epoch % interval == 0:
+                    self._checkpoint(phase_index, epoch, last_epoch)
                 if self.monitor.should_stop(last_epoch):
                     logger.info("early stopping after epoch %d: no improvement of %s for %d epochs", last_epoch, self.monitor.description, self.training.early_stopping_patience)
                     return self._finish(best_state, last_epoch, evaluation)
@@ -237,6 +241,22 @@ class Trainer:
         for target, loss, baseline in rows:
             metrics.write(**common, target=target, metric="loss", value=loss, samples_per_second="")
             metrics.write(**common, target=target, metric="baseline_loss", value=baseline, samples_per_second="")
+
+    def _checkpoint(self, phase_index: int, phase_epoch: int, epoch: int) -> None:
+        """Everything that continues the run: weights, optimization lifecycle, counters, monitor, RNG."""
+        optimization = self.optimization
+        state = {
+            "phase_index": phase_index,
+            "phase_epoch": phase_epoch,
+            "global_step": self.global_step,
+            "model_state_dict": self.network.state_dict(),
+            "optimizer_state_dict": optimization.optimizer.state_dict(),
+            "scheduler_state_dict": optimization.scheduler.state_dict() if optimization.scheduler is not None else None,
+            "monitor": {"best_value": self.monitor.best_value, "best_epoch": self.monitor.best_epoch},
+            "torch_rng_state": torch.get_rng_state(),
+        }
+        path = save_checkpoint(self.spec.project_root / "checkpoints" / self.spec.model_name, epoch, state)
+        logger.info("checkpoint %s", path)
 
     def _finish(self, best_state, last_epoch: int, evaluation: dict[str, Evaluation] | None) -> TrainResult:
         exported = []
