@@ -14,12 +14,11 @@ def check_supported(config: TrainConfig) -> None:
     training = config.global_training
     for name, dataset in config.dataset_training.items():
         path = f"dataset_training.{name}"
-        for key in ("freeze", "class_share_log_columns"):
-            if getattr(dataset, key):
-                problems.add(f"{path}.{key}", NOT_YET)
+        if dataset.class_share_log_columns:
+            problems.add(f"{path}.class_share_log_columns", NOT_YET)
     if training.read_format != "parquet":
         problems.add("global_training.read_format", f"{training.read_format!r} {NOT_YET}")
-    for key in ("distributed", "layer_autocast", "layer_type_dtypes", "save_interval_epochs", "save_interval_batches", "save_interval_minutes",
+    for key in ("distributed", "layer_autocast", "layer_type_dtypes", "save_interval_batches", "save_interval_minutes",
                 "save_latest_interval_minutes", "save_interval_val_loss", "num_workers"):
         if getattr(training, key):
             problems.add(f"global_training.{key}", NOT_YET)
