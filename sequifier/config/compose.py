@@ -30,6 +30,7 @@ SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
 SEARCH_PATH = "hydra.searchpath=[pkg://sequifier.conf]"
 RESULT_FILE = "result.json"
+PLACED_GROUPS = ("dataset_training/",)  # presets that must name the dataset they apply to with @
 
 logger = logging.getLogger("sequifier")
 
@@ -87,7 +88,7 @@ def register_entry(config_file: Path) -> None:
     store.store(name=SCHEMA_NAME, node=hydra_defaults())
     store.store(name=USER_NAME, node=compose_file(config_file))
     defaults: list[Any] = [SCHEMA_NAME, USER_NAME]
-    defaults += [{group: None} for group in config_groups() if not group.startswith("hydra/")]
+    defaults += [{group: None} for group in config_groups() if not group.startswith(("hydra/",) + PLACED_GROUPS)]
     defaults.append("_self_")
     store.store(name=ENTRY_NAME, node={"defaults": defaults})
 
@@ -99,6 +100,7 @@ def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
     from omegaconf.errors import OmegaConfBaseException
 
     register_entry(config_file)
+    _check_placed_presets(overrides)
     try:
         with initialize_config_dir(version_base="1.3", config_dir=str(config_file.parent.resolve()), job_name="train"):
             if overrides:
@@ -108,6 +110,14 @@ def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
             return OmegaConf.to_container(composed, resolve=True)
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(str(config_file), " ".join(str(error).split())) from None
+
+
+def _check_placed_presets(overrides: list[str]) -> None:
+    for override in overrides:
+        group, _, option = override.lstrip("+").partition("=")
+        if group.startswith(PLACED_GROUPS) and "@" not in group:
+            raise UserError(group, f"a dataset preset needs the dataset it applies to: +{group}@dataset.freeze={option} (singleton file) "
+                                   f"or +{group}@dataset_training.<name>.freeze={option}")
 
 
 def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:

@@ -160,6 +160,8 @@ def _part_spec(config: TrainConfig, root: Path, dataset: str, part: str, metadat
     stored_as_folder = train_path.is_dir()
     if training.read_format == "parquet" and stored_as_folder and any(train_path.glob("*.pt")):
         raise UserError("global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt")
+    if training.read_format == "pt" and not (stored_as_folder and any(train_path.glob("*.pt"))):
+        raise UserError("global_training.read_format", f"pt was chosen but {train_path} holds no pt shards; set read_format: parquet")
     return PartSpec(dataset, part, metadata_path, metadata, train_path, root / metadata.split_paths[1] if evaluated else None)
 
 

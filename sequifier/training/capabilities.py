@@ -16,8 +16,6 @@ def check_supported(config: TrainConfig) -> None:
         path = f"dataset_training.{name}"
         if dataset.class_share_log_columns:
             problems.add(f"{path}.class_share_log_columns", NOT_YET)
-    if training.read_format != "parquet":
-        problems.add("global_training.read_format", f"{training.read_format!r} {NOT_YET}")
     for key in ("distributed", "layer_autocast", "layer_type_dtypes", "save_interval_batches", "save_interval_minutes",
                 "save_latest_interval_minutes", "save_interval_val_loss", "num_workers"):
         if getattr(training, key):

@@ -73,3 +73,15 @@ def test_preprocess_train_with_override_and_infer(reference_project: Path):
         assert int(prediction["itemPosition"]) == window["startItemPosition"] + 17
         assert prediction["event"] in data_values
         assert min(raw_amounts) - 50 < float(prediction["amount"]) < max(raw_amounts) + 50
+
+
+def test_trains_on_reference_pt_shards(reference_project: Path):
+    config = tiny_train_config(training_plan={"epochs": 1})
+    config["global_training"]["read_format"] = "pt"
+    config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events_pt.json"
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], reference_project)
+    assert result.returncode == 0, result.stderr
+    assert (reference_project / "models" / "tiny-last-1.onnx").is_file()
+    rows = read_csv(reference_project / "logs" / "tiny" / "validation-metrics.csv")
+    assert any(r["target"] == "event" and r["metric"] == "loss" for r in rows)

@@ -21,18 +21,20 @@ SENTINEL = "set-by-the-user-file"
 INTERPOLATION = re.compile(r"^\$\{([\w.]+)\}$")
 
 
-def _presets(launchers: bool = False) -> list[tuple[str, str]]:
-    """(group, option) of every preset file; hydra/* only when `launchers`."""
+def _presets(prefix: str | None = None) -> list[tuple[str, str]]:
+    """(group, option) of every preset file under `prefix`, or of the plain groups when None."""
     found = []
     for path in sorted(CONF.rglob("*.yaml")):
         group = path.parent.relative_to(CONF).as_posix()
-        if group.startswith("hydra/") == launchers:
+        placed = group.startswith(("hydra/", "dataset_training/"))
+        if (prefix is None and not placed) or (prefix is not None and group.startswith(prefix)):
             found.append((group, path.stem))
     return found
 
 
 PRESETS = _presets()
-LAUNCHERS = _presets(launchers=True)
+LAUNCHERS = _presets("hydra/")
+DATASET_PRESETS = _presets("dataset_training/")
 
 
 def _file(group: str, option: str) -> Path:
@@ -91,7 +93,7 @@ def tiny_file(tmp_path: Path) -> Path:
 
 
 def test_every_preset_folder_is_a_group_hydra_finds():
-    assert {group for group, _ in PRESETS + LAUNCHERS} == set(config_groups())
+    assert {group for group, _ in PRESETS + LAUNCHERS + DATASET_PRESETS} == set(config_groups())
     assert {"model/backbone", "global_training/optimizer", "global_training/scheduler", "global_training/precision",
             "global_training/distributed", "training_plan", "hydra/launcher"} <= set(config_groups())
 
@@ -221,3 +223,17 @@ def test_the_configuration_guide_lists_every_preset():
     for group, option in PRESETS + LAUNCHERS:
         assert f"`{group}`" in groups_section, group
         assert f"`{option}`" in groups_section, f"{group}={option}"
+
+
+@pytest.mark.parametrize(("group", "option"), DATASET_PRESETS, ids=[f"{g}={o}" for g, o in DATASET_PRESETS])
+def test_a_dataset_preset_is_placed_on_the_dataset_it_names(tiny_file: Path, group: str, option: str):
+    header = _header(_file(group, option).read_text())
+    assert f"Select with: sequifier train +{group}@dataset.freeze={option}" in header[0]
+    freeze = canonical_config(compose_config(tiny_file, [f"+{group}@dataset.freeze={option}"])).dataset_training["default"].freeze
+    content = yaml.safe_load(_file(group, option).read_text())
+    for scope, selectors in content.items():
+        node = getattr(freeze, scope)
+        for key, value in selectors.items():
+            assert list(getattr(node, key)) == value
+    with pytest.raises(UserError, match="needs the dataset it applies to"):
+        compose_config(tiny_file, [f"{group}={option}"])
