@@ -29,8 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     preprocess = commands.add_parser("preprocess", help="turn a CSV/Parquet table into stored training windows")
     _config_path(preprocess, "preprocess")
-    preprocess.add_argument("--data-path", help="input file, overriding preprocessing_data_path")
+    preprocess.add_argument("--data-path", help="input file or folder, overriding preprocessing_data_path")
     preprocess.add_argument("--selected-columns", help="comma-separated columns to keep, overriding selected_columns")
+    preprocess.add_argument("--randomize", action="store_true",
+                            help="draw a fresh seed instead of the config's seed (it is printed and recorded in the metadata as `seed`)")
 
     train = commands.add_parser("train", help="train a model; trailing key=value overrides go to Hydra",
                                 usage="sequifier train [--config-path F] [flags] [path=value ...]",
@@ -83,7 +85,8 @@ def _preprocess(args: argparse.Namespace) -> None:
     from sequifier.data.preprocess import run_preprocess
 
     columns = args.selected_columns.split(",") if args.selected_columns else None
-    run_preprocess(load_preprocess_config(args.config_path, data_path=args.data_path, selected_columns=columns))
+    config = load_preprocess_config(args.config_path, data_path=args.data_path, selected_columns=columns, randomize=args.randomize)
+    run_preprocess(config)
 
 
 def _train(args: argparse.Namespace) -> int:
