@@ -48,7 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
     infer = commands.add_parser("infer", help="run an exported model over preprocessed data")
     _config_path(infer, "infer")
     infer.add_argument("--data-path", help="preprocessed split to infer on, overriding data_path")
-    infer.add_argument("--model-path", help="model file, overriding model_path")
+    infer.add_argument("--model-path", help="model file (.onnx or .pt; a glob picks the newest), overriding model_path")
+    seeding = infer.add_mutually_exclusive_group()
+    seeding.add_argument("--seed", type=int, help="seed of sampling and inference-time dropout, overriding seed")
+    seeding.add_argument("--randomize", action="store_true", help="draw a fresh seed (printed) instead of the configured one")
     return parser
 
 
@@ -71,7 +74,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "infer":
             from sequifier.infer.runner import run_inference
 
-            run_inference(args.config_path, data_path=args.data_path, model_path=args.model_path)
+            run_inference(args.config_path, data_path=args.data_path, model_path=args.model_path, seed=args.seed, randomize=args.randomize)
     except UserError as error:
         if args.debug:
             raise

@@ -1,0 +1,1 @@
+"""Exporting trained networks: ONNX files and PT inference bundles, each carrying its execution contract."""

@@ -1,10 +1,20 @@
-"""Which artifacts a run exports, and their file names under models/."""
+"""Which artifacts a run exports, and their file names under models/.
+
+- `<stem>-<kind>-<epoch>.onnx`: the generative model (`export_onnx` and `export_generative_model`)
+- `<stem>-embedding-<kind>-<epoch>.onnx`: the embedding model (`export_onnx` and `export_embedding_model`)
+- `<model>-<kind>-<epoch>.pt`: the PT inference bundle (`export_pt`); one run-wide file serving
+  both model types, chosen at inference
+
+`<stem>` is the model name, or `<model>-<dataset>` when the run trains several datasets.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from sequifier.config.resolve import RunSpec
+from sequifier.export.bundle import write_bundle
+from sequifier.export.names import artifact_stem, onnx_name, pt_name
 from sequifier.export.onnx import export_onnx
 from sequifier.model.network import SequifierNetwork
 
@@ -13,8 +23,16 @@ def export_models(network: SequifierNetwork, spec: RunSpec, kind: str, epoch: in
     """Export `network` as the run's `kind` ("best" or "last") model of `epoch`; returns the files written."""
     config = spec.config
     written = []
-    if config.export_onnx and config.export_generative_model:
-        path = spec.models_dir / f"{spec.model_name}-{kind}-{epoch}.onnx"
-        export_onnx(network, spec, path)
+    if config.export_onnx:
+        stem = artifact_stem(spec.model_name, spec.dataset_name, len(config.dataset_training))
+        chosen = {"generative": config.export_generative_model, "embedding": config.export_embedding_model}
+        for artifact, wanted in chosen.items():
+            if wanted:
+                path = spec.models_dir / onnx_name(stem, artifact, kind, epoch)
+                export_onnx(network, spec, path, artifact, config.export_with_dropout)
+                written.append(path)
+    if config.export_pt and (config.export_generative_model or config.export_embedding_model):
+        path = spec.models_dir / pt_name(spec.model_name, kind, epoch)
+        write_bundle(network, spec, path, kind, epoch)
         written.append(path)
     return written

@@ -1,4 +1,10 @@
-"""ONNX export: one named input per column plus padding lengths, one output per target, contract in metadata."""
+"""ONNX export: one named input per column plus padding lengths, outputs per target (or the embedding), contract in metadata.
+
+The TorchScript exporter (`dynamo=False`) serves both modes: the inference graph (eval mode,
+constant folding) and, with `export_with_dropout`, the training-mode graph with constant
+folding off, where every Dropout node is forced active (attention dropout is exported
+without a training flag, which ONNX reads as inactive).
+"""
 
 from __future__ import annotations
 
@@ -8,27 +14,15 @@ from pathlib import Path
 
 import onnx
 import torch
-from torch import Tensor, nn
+from onnx import helper
+from torch import Tensor
 
 from sequifier.config.resolve import RunSpec
-from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode, output_name
+from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode
+from sequifier.export.graph import InferenceGraph
 from sequifier.model.network import SequifierNetwork
 
-
-class _PositionalModel(nn.Module):
-    """Adapts the network's dict interface to the positional signature ONNX needs."""
-
-    def __init__(self, network: SequifierNetwork, interface: str, input_columns: tuple[str, ...], target_columns: tuple[str, ...]):
-        super().__init__()
-        self.network = network
-        self.interface = interface
-        self.input_columns = input_columns
-        self.target_columns = target_columns
-
-    def forward(self, *tensors: Tensor) -> tuple[Tensor, ...]:
-        inputs = dict(zip(self.input_columns, tensors[:-1]))
-        outputs = self.network(self.interface, inputs, tensors[-1])
-        return tuple(outputs[t] for t in self.target_columns)
+ACTIVE_FLAG = "sequifier.dropout_active"
 
 
 def example_inputs(spec: RunSpec, batch: int = 2) -> tuple[Tensor, ...]:
@@ -45,25 +39,46 @@ def example_inputs(spec: RunSpec, batch: int = 2) -> tuple[Tensor, ...]:
     return tuple(tensors)
 
 
-def export_onnx(network: SequifierNetwork, spec: RunSpec, path: Path) -> None:
-    """Write the model for `spec`'s interface to `path` atomically, with its contract embedded."""
+def _force_dropout_active(proto: onnx.ModelProto) -> None:
+    """Give every Dropout node a constant `training_mode = true` input."""
+    proto.graph.initializer.append(helper.make_tensor(ACTIVE_FLAG, onnx.TensorProto.BOOL, [], [True]))
+    for node in proto.graph.node:
+        if node.op_type != "Dropout":
+            continue
+        if len(node.input) < 2 or not node.input[1]:
+            raise RuntimeError(f"Dropout node {node.name} has no ratio input")
+        if len(node.input) == 2:
+            node.input.append(ACTIVE_FLAG)
+        else:
+            node.input[2] = ACTIVE_FLAG
+
+
+def export_onnx(network: SequifierNetwork, spec: RunSpec, path: Path, artifact: str = "generative", with_dropout: bool = False) -> None:
+    """Write `artifact` ("generative" or "embedding") of `spec`'s interface to `path` atomically, contract embedded."""
     interface = spec.interface
     device = next(network.parameters()).device
     was_training = network.training
-    model = _PositionalModel(network, spec.interface_name, interface.input_columns, interface.target_columns).cpu().eval()
+    graph = InferenceGraph(network, spec.interface_name, list(interface.input_columns), list(interface.target_columns), artifact).cpu().eval()
     input_names = list(interface.input_columns) + [PAD_INPUT]
-    output_names = [output_name(t) for t in interface.target_columns]
+    contract = build_contract(network, spec, artifact, "active" if with_dropout else "inactive")
+    output_names = list(contract["outputs"].values())
     dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
+    mode = torch.onnx.TrainingMode.TRAINING if with_dropout else torch.onnx.TrainingMode.EVAL
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(f".{path.name}.tmp")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, example_inputs(spec), str(temporary), input_names=input_names, output_names=output_names,
-                          dynamic_axes=dynamic_axes, dynamo=False, do_constant_folding=True)
-    proto = onnx.load(str(temporary))
-    entry = proto.metadata_props.add()
-    entry.key = CONTRACT_KEY
-    entry.value = encode(build_contract(network, spec))
-    onnx.save(proto, str(temporary))
-    os.replace(temporary, path)
-    network.to(device).train(was_training)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(graph, example_inputs(spec), str(temporary), input_names=input_names, output_names=output_names,
+                              dynamic_axes=dynamic_axes, dynamo=False, training=mode, do_constant_folding=not with_dropout)
+        proto = onnx.load(str(temporary))
+        if with_dropout:
+            _force_dropout_active(proto)
+        entry = proto.metadata_props.add()
+        entry.key = CONTRACT_KEY
+        entry.value = encode(contract)
+        onnx.save(proto, str(temporary))
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)
+        network.to(device).train(was_training)

@@ -1,23 +1,34 @@
-"""Inference over stored windows: the last context of each window predicts the items that follow it."""
+"""`sequifier infer`: resolve models and data, check them against the contracts, predict, write part files.
+
+Each stored window's last context_length slots are the model's input: a generative model
+predicts the items after them (or, autoregressively, `generation_steps` items fed back one
+by one); an embedding model returns the final backbone states of the predicted positions.
+"""
 
 from __future__ import annotations
 
 import glob
-import logging
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.config.infer import InferConfig, load_infer_config
 from sequifier.data.metadata import read_metadata
-from sequifier.data.stored import load_split
+from sequifier.data.stored import StoredWindows
+from sequifier.infer import checks
+from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.outputs import decode_predictions, write_predictions
+from sequifier.infer.outputs import clear_parts, embeddings_table, identifiers, predictions_table, probabilities_table, write_table
+from sequifier.infer.route import TrainingRoute, training_route
+from sequifier.infer.windows import item_positions, load_windows, model_inputs
 
-logger = logging.getLogger("sequifier")
+__all__ = ["model_inputs", "run_inference"]
+WINDOWS_PER_PART = 100_000
 
 
 def resolve_model_path(project_root: Path, pattern: str) -> Path:
@@ -31,48 +42,123 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
     return Path(matches[-1])
 
 
-def resolve_data_path(project_root: Path, config: InferConfig) -> Path:
-    if config.data_path:
-        return project_root / config.data_path
-    metadata = read_metadata(project_root / config.metadata_config_path)
-    return project_root / metadata.split_paths[-1]
+def open_model(path: Path, config: InferConfig) -> Model:
+    """An ONNX model (by default) or a PT bundle (`.pt`), checked against the config's model type, dropout and generation."""
+    if path.suffix == ".pt":
+        from sequifier.infer.pt_model import PtModel  # torch only when a PT bundle is used
 
-
-def model_inputs(columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The last context_length slots of every window, typed as the model expects, and their padding."""
-    context = contract["context_length"]
-    width = next(iter(columns.values())).shape[1]
-    if width < context:
-        raise UserError("data_path", f"stored windows hold {width} items, fewer than the model's context_length {context}")
-    inputs = {}
-    for name in contract["input_columns"]:
-        values = columns[name][:, width - context:]
-        kind = contract["columns"][name]["kind"]
-        inputs[name] = np.ascontiguousarray(values.astype(np.int64 if kind == "categorical" else np.float32))
-    padding = np.clip(left_pad - (width - context), 0, None)
-    return inputs, padding
-
-
-def run_inference(config_path: Path, data_path: str | None = None, model_path: str | None = None) -> Path:
-    """Run the configured model over the configured split and write predictions; returns the output file."""
-    config = load_infer_config(config_path, data_path=data_path, model_path=model_path)
-    project_root = (Path.cwd() / config.project_root).resolve()
-    model_file = resolve_model_path(project_root, config.model_path)
-    model = OnnxModel(model_file)
+        model: Model = PtModel(path, config.model_type, config.infer_with_dropout)
+    else:
+        model = OnnxModel(path)
     contract = model.contract
-    split_path = resolve_data_path(project_root, config)
-    categorical = {n for n, c in contract["columns"].items() if c["kind"] == "categorical"}
-    stored = load_split(split_path, contract["input_columns"], categorical)
-    started = time.perf_counter()
+    checks.check_model_type(config.model_type, contract, path)
+    checks.check_dropout(config.infer_with_dropout, contract, path)
+    checks.check_generation(config, contract, path)
+    checks.check_stated(config, contract, path)
+    return model
+
+
+@dataclass(frozen=True)
+class Sources:
+    """Where models, metadata and data come from once the config's defaults and route are applied."""
+
+    model_files: list[Path]
+    metadata_path: Path | None
+    data_path: Path
+    route: TrainingRoute | None
+
+
+def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
+    """Model files (globs resolved), the metadata file and the data path; load_infer_config ensured each has a source."""
+    route = training_route(config, project_root) if config.training_config_path else None
+    patterns = config.model_paths
+    if not patterns and route:
+        patterns = (route.default_model_path(config.model_type),)
+    files = [resolve_model_path(project_root, p) for p in patterns]
+    stems = [f.stem for f in files]
+    if len(set(stems)) < len(stems):
+        raise UserError("model_path", f"models {[f.name for f in files]} would write to the same output folder (same file stem)")
+    metadata_path = project_root / config.metadata_config_path if config.metadata_config_path else (route.metadata_path if route else None)
+    if config.data_path:
+        data_path = project_root / config.data_path
+    else:
+        assert metadata_path is not None
+        data_path = project_root / read_metadata(metadata_path).split_paths[-1]
+    return Sources(files, metadata_path, data_path, route)
+
+
+def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser: Chooser) -> dict[str, Any]:
+    """Output tables of one block of windows: {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}."""
+    contract = model.contract
     inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract)
-    batches = []
-    for start in range(0, len(padding), config.inference_batch_size):
-        part = slice(start, start + config.inference_batch_size)
-        batches.append(model({k: v[part] for k, v in inputs.items()}, padding[part]))
-    outputs = {t: np.concatenate([b[t] for b in batches]) for t in contract["target_columns"]} if batches else {}
-    table = decode_predictions(outputs, stored, contract)
-    destination = project_root / "outputs" / "predictions" / model_file.stem / f"part-000.{config.write_format}"
-    write_predictions(table, destination, config.write_format)
-    elapsed = time.perf_counter() - started
-    print(f"wrote {len(padding)} windows' predictions to {destination} ({len(padding) / max(elapsed, 1e-9):.0f} windows/s)")
-    return destination
+    batch = config.inference_batch_size
+    positions = contract["prediction_length"]
+    if config.model_type == "embedding":
+        embeddings = run_batched(model, inputs, padding, batch)["embedding"]
+        return {"embeddings": embeddings_table(identifiers(stored, item_positions(stored, 1 - positions, positions)), embeddings)}
+    if config.autoregressive:
+        values, probabilities = generate(model, inputs, padding, config.generation_steps or 1, batch, chooser)
+        ids = identifiers(stored, item_positions(stored, contract["target_offset"], config.generation_steps or 1))
+    else:
+        values, probabilities = chooser(run_batched(model, inputs, padding, batch))
+        ids = identifiers(stored, item_positions(stored, contract["target_offset"] - (positions - 1), positions))
+    tables = {"predictions": predictions_table(ids, values, contract, config.decode_categories)}
+    for target, p in probabilities.items():
+        tables[f"probabilities/{target}"] = probabilities_table(ids, p, target, contract, config.decode_categories)
+    return tables
+
+
+def _block(stored: StoredWindows, start: int, stop: int) -> StoredWindows:
+    part = slice(start, stop)
+    return StoredWindows(columns={k: v[part] for k, v in stored.columns.items()}, sequence_ids=stored.sequence_ids[part],
+                         subsequence_ids=stored.subsequence_ids[part], start_item_positions=stored.start_item_positions[part],
+                         left_pad_lengths=stored.left_pad_lengths[part], split_start_item_positions=stored.split_start_item_positions[part],
+                         split_end_item_positions=stored.split_end_item_positions[part])
+
+
+def infer_model(model: Model, model_file: Path, stored: StoredWindows, config: InferConfig, project_root: Path) -> list[Path]:
+    """Predict every window with one model; part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/."""
+    contract = model.contract
+    model.reseed(config.seed)
+    chooser = Chooser(contract, tuple(config.sample_from_distribution_columns or ()), np.random.default_rng(config.seed), config.output_probabilities)
+    outputs = project_root / "outputs"
+    written: list[Path] = []
+    for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
+        tables = infer_part(model, _block(stored, start, start + WINDOWS_PER_PART), config, chooser)
+        for name, table in tables.items():
+            kind, _, target = name.partition("/")
+            folder = outputs / kind / model_file.stem / target if target else outputs / kind / model_file.stem
+            if number == 0:
+                clear_parts(folder)
+            path = folder / f"part-{number:03d}.{config.write_format}"
+            write_table(table, path, config.write_format)
+            written.append(path)
+    return written
+
+
+def run_inference(config_path: Path, data_path: str | None = None, model_path: str | None = None,
+                  seed: int | None = None, randomize: bool = False) -> list[Path]:
+    """Run every configured model over the configured split and write its outputs; returns the files written."""
+    config = load_infer_config(config_path, data_path=data_path, model_path=model_path, seed=seed, randomize=randomize)
+    if randomize:
+        print(f"seed {config.seed} (drawn by --randomize)")
+    project_root = (Path.cwd() / config.project_root).resolve()
+    sources = resolve_sources(config, project_root)
+    models = [open_model(f, config) for f in sources.model_files]
+    contracts = [(f, m.contract) for f, m in zip(sources.model_files, models)]
+    checks.check_compatible(contracts)
+    for model_file, contract in contracts:
+        if sources.route:
+            checks.check_train_values(sources.route.expected, contract, model_file, sources.route.source)
+        if sources.metadata_path:
+            checks.check_metadata(read_metadata(sources.metadata_path), sources.metadata_path, contract, model_file)
+    started = time.perf_counter()
+    stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
+    written = []
+    for model_file, model in zip(sources.model_files, models):
+        files = infer_model(model, model_file, stored, config, project_root)
+        written += files
+        elapsed = time.perf_counter() - started
+        print(f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({len(stored) / max(elapsed, 1e-9):,.0f} windows/s)")
+        started = time.perf_counter()
+    return written

@@ -27,9 +27,6 @@ def check_supported(config: TrainConfig) -> None:
         _check_ingestion(interface.ingestion, f"{path}.ingestion", problems)
         if interface.decoder.support != 1:
             problems.add(f"{path}.decoder.support", f"values other than 1 are {NOT_YET.removeprefix('is ')}")
-    for key in ("export_pt", "export_embedding_model", "export_with_dropout"):
-        if getattr(config, key):
-            problems.add(key, NOT_YET)
     problems.raise_if_any()
 
 

@@ -1,0 +1,19 @@
+"""File names of exported artifacts under models/ (no heavy imports: infer uses them to find models)."""
+
+from __future__ import annotations
+
+
+def artifact_stem(model_name: str, dataset: str, n_datasets: int) -> str:
+    """`<model>`, or `<model>-<dataset>` when a run trains several datasets."""
+    return f"{model_name}-{dataset}" if n_datasets > 1 else model_name
+
+
+def onnx_name(stem: str, artifact: str, kind: str, epoch: int | str) -> str:
+    """`<stem>-<kind>-<epoch>.onnx` (generative) or `<stem>-embedding-<kind>-<epoch>.onnx`."""
+    middle = "-embedding" if artifact == "embedding" else ""
+    return f"{stem}{middle}-{kind}-{epoch}.onnx"
+
+
+def pt_name(model_name: str, kind: str, epoch: int) -> str:
+    """`<model>-<kind>-<epoch>.pt`: the run-wide PT inference bundle."""
+    return f"{model_name}-{kind}-{epoch}.pt"

@@ -1,0 +1,129 @@
+"""Checks of an infer run against its artifacts' contracts: every disagreement names the field and both values."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sequifier.config.errors import UserError
+from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
+from sequifier.data.metadata import DatasetMetadata
+
+INPUT_SIGNATURE = ("input_columns", "context_length")
+
+
+def contract_values(contract: dict[str, Any]) -> dict[str, Any]:
+    """The contract fields an infer or train config may state, in the config's spelling."""
+    kinds = contract["columns"]
+    return {
+        "input_columns": list(contract["input_columns"]),
+        "target_columns": list(contract["target_columns"]),
+        "categorical_columns": [c for c in kinds if kinds[c]["kind"] == "categorical"],
+        "real_columns": [c for c in kinds if kinds[c]["kind"] == "real"],
+        "context_length": contract["context_length"],
+        "target_offset": contract["target_offset"],
+        "prediction_length": contract["prediction_length"],
+        "objective": contract["objective"],
+    }
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Column lists compare as sets: their order in a config carries no meaning."""
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return sorted(a) == sorted(b)
+    return a == b
+
+
+def _shown(value: Any) -> Any:
+    return list(value) if isinstance(value, tuple) else value
+
+
+def disagree(where: str, stated: Any, model_value: Any, model_file: Path, source: str = "config") -> UserError:
+    return UserError(where, f"{source} says {_shown(stated)!r}, but {model_file.name} was exported with {_shown(model_value)!r}")
+
+
+def check_stated(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
+    """Explicit contract fields of the infer config must match the artifact."""
+    actual = contract_values(contract)
+    for field in CONTRACT_FIELDS:
+        stated = getattr(config, field)
+        if stated is None:
+            continue
+        if field in ("categorical_columns", "real_columns"):
+            stated = [c for c in stated if c in contract["columns"]]  # the data may hold columns the model does not use
+        if not _same(stated, actual[field]):
+            raise disagree(field, stated, actual[field], model_file)
+
+
+def check_train_values(values: dict[str, Any], contract: dict[str, Any], model_file: Path, source: str) -> None:
+    """The training config's window, columns and objective must match the artifact (`values` keyed as contract_values)."""
+    actual = contract_values(contract)
+    for field, stated in values.items():
+        if not _same(stated, actual[field]):
+            raise disagree(f"training_config_path: {field}", stated, actual[field], model_file, source)
+
+
+def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dict[str, Any], model_file: Path) -> None:
+    """The data's categories and normalization must be the ones the model was trained with."""
+    for name, column in contract["columns"].items():
+        if name not in metadata.column_data_types:
+            raise UserError("metadata_config_path", f"{metadata_path.name} has no column {name!r}, which {model_file.name} reads or predicts")
+        if column["kind"] == "categorical":
+            if metadata.id_maps.get(name) != column["id_map"]:
+                raise UserError(f"id_maps.{name}", f"{metadata_path.name} maps {len(metadata.id_maps.get(name, {}))} values, "
+                                                   f"{model_file.name} was trained on a different map of {len(column['id_map'])} values")
+        else:
+            stated = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
+            if stated != column["statistics"]:
+                raise disagree(f"selected_columns_statistics.{name}", stated, column["statistics"], model_file, metadata_path.name)
+
+
+def check_model_type(model_type: str, contract: dict[str, Any], model_file: Path) -> None:
+    artifact = contract["artifact"]
+    if artifact not in ("network", model_type):
+        raise UserError("model_type", f"is {model_type!r}, but {model_file.name} was exported with model type {artifact!r}")
+
+
+def check_dropout(infer_with_dropout: bool, contract: dict[str, Any], model_file: Path) -> None:
+    """ONNX graphs fix dropout at export (export_with_dropout); PT bundles can do both."""
+    mode = contract["dropout"]
+    if mode == "inactive" and infer_with_dropout:
+        raise UserError("infer_with_dropout", f"is true, but {model_file.name} was exported with export_with_dropout: false; "
+                                              "use a model exported with export_with_dropout: true, or a PT bundle")
+    if mode == "active" and not infer_with_dropout:
+        raise UserError("infer_with_dropout", f"is false, but {model_file.name} was exported with export_with_dropout: true; "
+                                              "set infer_with_dropout: true, or use a model exported without dropout")
+
+
+def check_generation(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
+    """Sampled columns are categorical targets; autoregression needs a causal next-item model whose inputs are its targets."""
+    targets = contract["target_columns"]
+    for column in config.sample_from_distribution_columns or ():
+        if column not in targets or contract["columns"][column]["kind"] != "categorical":
+            categorical = [t for t in targets if contract["columns"][t]["kind"] == "categorical"]
+            raise UserError("sample_from_distribution_columns", f"{column!r} is not a categorical target of {model_file.name} (those are {categorical})")
+    if not config.autoregressive:
+        return
+    requirements = {
+        "objective": (contract["objective"], "causal"),
+        "prediction_length": (contract["prediction_length"], 1),
+        "target_offset": (contract["target_offset"], 1),
+    }
+    for field, (actual, needed) in requirements.items():
+        if actual != needed:
+            raise UserError("autoregressive", f"needs {field} {needed!r}, but {model_file.name} has {actual!r}")
+    if sorted(contract["input_columns"]) != sorted(targets):
+        raise UserError("autoregressive", f"needs the input columns to be the targets, but {model_file.name} reads "
+                                          f"{contract['input_columns']} and predicts {targets}")
+
+
+def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
+    """Several models read the same data: their inputs, encodings and context must agree."""
+    first_file, first = contracts[0]
+    for other_file, other in contracts[1:]:
+        for field in INPUT_SIGNATURE:
+            if first[field] != other[field]:
+                raise UserError("model_path", f"{first_file.name} and {other_file.name} are not compatible: {field} {first[field]!r} vs {other[field]!r}")
+        for column in first["input_columns"]:
+            if first["columns"][column] != other["columns"][column]:
+                raise UserError("model_path", f"{first_file.name} and {other_file.name} are not compatible: column {column!r} is encoded differently")

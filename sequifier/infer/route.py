@@ -1,0 +1,66 @@
+"""The training-config route of `sequifier infer`: a train YAML plus dataset/part give the metadata and the model name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sequifier.config.errors import UserError, did_you_mean
+from sequifier.config.infer import InferConfig
+from sequifier.config.schema import TrainConfig
+from sequifier.export.names import artifact_stem, onnx_name
+
+
+@dataclass(frozen=True)
+class TrainingRoute:
+    """What infer takes from a training config: where the part's metadata is, the artifact stem, what the model should be."""
+
+    source: str
+    metadata_path: Path
+    stem: str
+    expected: dict[str, Any]  # keyed as checks.contract_values
+
+    def default_model_path(self, model_type: str) -> str:
+        return f"models/{onnx_name(self.stem, model_type, 'best', '*')}"
+
+
+def _pick(chosen: str | None, names: list[str], field: str, source: str) -> str:
+    if chosen is None:
+        if len(names) != 1 and field == "dataset":
+            raise UserError(field, f"{source} trains datasets {names}; choose one")
+        return names[0]
+    if chosen not in names:
+        raise UserError(field, f"{chosen!r} is not in {source} ({', '.join(names)})" + did_you_mean(chosen, names))
+    return chosen
+
+
+def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
+    """Read the train YAML as `sequifier train` composes it, and pick the dataset and part.
+
+    The YAML's path, and the train config's own project_root, resolve against infer's project_root.
+    """
+    from sequifier.config.compose import canonical_config, compose_config
+
+    path = project_root / config.training_config_path
+    if not path.is_file():
+        raise UserError("training_config_path", f"{path} does not exist")
+    train: TrainConfig = canonical_config(compose_config(path, []))
+    dataset_name = _pick(config.dataset, list(train.dataset_training), "dataset", path.name)
+    dataset = train.dataset_training[dataset_name]
+    part = dataset.parts[_pick(config.part, list(dataset.parts), "part", f"{path.name} dataset {dataset_name!r}")]
+    interface = train.model.interfaces[dataset.model_interface]
+    training = train.global_training
+    return TrainingRoute(
+        source=path.name,
+        metadata_path=(project_root / train.project_root / part.metadata_config_path).resolve(),
+        stem=artifact_stem(train.model_name, dataset_name, len(train.dataset_training)),
+        expected={
+            "input_columns": list(interface.input_columns),
+            "target_columns": list(interface.target_columns),
+            "context_length": training.context_length,
+            "target_offset": training.target_offset,
+            "prediction_length": interface.decoder.prediction_length,
+            "objective": training.training_objective,
+        },
+    )
