@@ -20,7 +20,7 @@ merge_output: true
 selected_columns: [event, amount]   # the feature columns of your table
 split_ratios: [0.8, 0.1, 0.1]       # training, validation, test
 split_method: within_sequence
-window_length: 48
+window_length: 40
 window_stride: 32
 max_target_offset: 1
 seed: 1010
@@ -37,7 +37,7 @@ seed: 1010
 global_training:
   read_format: parquet
   training_objective: causal
-  context_length: 16
+  context_length: 8
   window_stride: 1
   inference_batch_size: 512
   batch_size: 128
@@ -47,7 +47,7 @@ model:
   backbone:
     architecture:
       dim_model: 64
-      max_context_length: 16
+      max_context_length: 8
       num_layers: 2
       attention: {{type: mha, n_heads: 4, n_kv_heads: 4, output_projection: true}}
       feed_forward: {{dim: 128, activation: swiglu}}
