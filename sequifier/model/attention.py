@@ -38,7 +38,8 @@ class SelfAttention(nn.Module):
         self.qkv = tag(nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim), "attention.qkv")
         self.output = tag(nn.Linear(dim, dim), "attention.output") if output_projection else nn.Identity()
 
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None, queries: int | None = None) -> Tensor:
+        """Attention of every position, or of the last `queries` positions only (over all keys; needs `mask`)."""
         batch, length, _ = x.shape
         q_width = self.n_heads * self.head_dim
         kv_width = self.n_kv_heads * self.head_dim
@@ -48,6 +49,8 @@ class SelfAttention(nn.Module):
         v = v.view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if self.rotary is not None:
             q, k = self.rotary(q), self.rotary(k)
+        if queries is not None:
+            q, mask = q[:, :, length - queries :], mask[:, :, length - queries :]
         if self.n_kv_heads != self.n_heads:
             groups = self.n_heads // self.n_kv_heads
             k = k.repeat_interleave(groups, dim=1)
@@ -55,4 +58,4 @@ class SelfAttention(nn.Module):
         attended = F.scaled_dot_product_attention(
             q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0
         )
-        return self.output(attended.transpose(1, 2).reshape(batch, length, q_width))
+        return self.output(attended.transpose(1, 2).reshape(batch, q.shape[2], q_width))

@@ -64,9 +64,11 @@ class TransformerLayer(nn.Module):
         self.feed_forward_norm = make_norm(architecture.normalization.type, dim)
         self.dropout = nn.Dropout(architecture.dropout)
 
-    def forward(self, x: Tensor, mask: Tensor | None) -> Tensor:
+    def forward(self, x: Tensor, mask: Tensor | None, queries: int | None = None) -> Tensor:
+        """The layer's output at every position, or at the last `queries` positions only (needs `mask`)."""
+        residual = x if queries is None else x[:, x.shape[1] - queries :]
         if self.norm_first:
-            x = x + self.dropout(self.attention(self.attention_norm(x), mask))
-            return x + self.dropout(self.feed_forward(self.feed_forward_norm(x)))
-        x = self.attention_norm(x + self.dropout(self.attention(x, mask)))
-        return self.feed_forward_norm(x + self.dropout(self.feed_forward(x)))
+            h = residual + self.dropout(self.attention(self.attention_norm(x), mask, queries))
+            return h + self.dropout(self.feed_forward(self.feed_forward_norm(h)))
+        h = self.attention_norm(residual + self.dropout(self.attention(x, mask, queries)))
+        return self.feed_forward_norm(h + self.dropout(self.feed_forward(h)))
