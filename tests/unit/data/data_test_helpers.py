@@ -64,3 +64,17 @@ def assert_same_windows(actual: StoredWindows, expected: StoredWindows, atol: fl
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
+
+
+def preprocess_reference(root: Path, monkeypatch, data_file: Path = REFERENCE_PARQUET, randomize: bool = False, **changes) -> Path:
+    """Preprocess `data_file` in a project at `root` with the reference config plus `changes`; returns the metadata path."""
+    from sequifier.config.preprocess import load_preprocess_config
+    from sequifier.data.preprocess import run_preprocess
+
+    config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
+    config_path = make_project(root, data_file, config)
+    monkeypatch.chdir(root)
+    return run_preprocess(load_preprocess_config(config_path, randomize=randomize))

@@ -12,21 +12,17 @@ import pytest
 import torch
 import yaml
 
-from data_test_helpers import REFERENCE_DIR, make_project, read_json, reference_config
+from data_test_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, read_json, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import NORMALIZATION_EPSILON
 from sequifier.data.preprocess import run_preprocess
 from sequifier.data.stored import load_split
 
-REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 
 
 def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, randomize=False, **changes) -> dict:
-    config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
-    config_path = make_project(root, data_file, config)
-    monkeypatch.chdir(root)
-    return read_json(run_preprocess(load_preprocess_config(config_path, randomize=randomize)))
+    return read_json(preprocess_reference(root, monkeypatch, data_file, randomize, **changes))
 
 
 def first_window_values(root, metadata, column):

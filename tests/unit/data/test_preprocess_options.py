@@ -10,20 +10,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import REFERENCE_DIR, make_project, reference_config
+from data_test_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata
-from sequifier.data.preprocess import run_preprocess
 from sequifier.data.stored import load_split
 
-REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 
 
 def preprocess(tmp_path, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
-    config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
-    config_path = make_project(tmp_path, data_file, config)
-    monkeypatch.chdir(tmp_path)
-    return read_metadata(run_preprocess(load_preprocess_config(config_path)))
+    return read_metadata(preprocess_reference(tmp_path, monkeypatch, data_file, **changes))
 
 
 def synthetic_parquet(tmp_path, columns: dict) -> object:

@@ -7,20 +7,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import REFERENCE_DIR, make_project, read_json, reference_config
-from sequifier.config.preprocess import load_preprocess_config
-from sequifier.data.preprocess import run_preprocess
+from data_test_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
 from sequifier.data.preprocess.splitting import sequence_splits
 from sequifier.data.stored import load_split
 
-REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 
 
 def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
-    config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
-    config_path = make_project(root, data_file, config)
-    monkeypatch.chdir(root)
-    return read_json(run_preprocess(load_preprocess_config(config_path)))
+    return read_json(preprocess_reference(root, monkeypatch, data_file, **changes))
 
 
 def split_windows(root, metadata, columns=("event",)):
