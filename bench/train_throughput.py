@@ -1,4 +1,4 @@
-"""Training throughput of the seed-shaped model on this machine: tokens/s and MFU.
+"""Training throughput of the seed-shaped model on this machine: tokens/s, counted targets/s and MFU.
 
     .venv/bin/python bench/train_throughput.py [--batch-size 64] [--context 128] [--steps 30]
 
@@ -34,7 +34,7 @@ def seed_network(dim: int, layers: int, heads: int, ffn: int, context: int) -> t
     )
     event = ColumnSpec("event", "categorical", N_CLASSES)
     class_ids = {"event": predictable_class_ids(event, ())}
-    interface = Interface(EmbeddingIngestion([event], {"event": dim}, dim), torch.nn.Identity(), Decoder(dim, [event], class_ids, 1))
+    interface = Interface(EmbeddingIngestion([event], {"event": dim}, dim, 0, 0.0), torch.nn.Identity(), Decoder(dim, [event], class_ids, 1))
     return SequifierNetwork(Backbone(architecture, context), {"default": interface}), [event], class_ids
 
 
@@ -68,12 +68,15 @@ def main() -> None:
     losses = TargetLosses(targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()})
     optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
     inputs = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
-    targets_batch = {"event": torch.randint(3, N_CLASSES, (args.batch_size, 1))}
-    valid = torch.ones(args.batch_size, 1, dtype=torch.bool)
+    targets_batch = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
+    valid = torch.ones(args.batch_size, args.context, dtype=torch.bool)
+    counted = 0
 
     def step() -> None:
+        nonlocal counted
         outputs = network("default", inputs, None)
         sums = losses.sums(outputs, targets_batch, valid)
+        counted += int(sums["event"][1])
         loss = losses.aggregate({k: total / count for k, (total, count) in sums.items()})
         loss.backward()
         optimizer.step()
@@ -81,6 +84,7 @@ def main() -> None:
 
     for _ in range(3):
         step()
+    counted = 0
     started = time.perf_counter()
     for _ in range(args.steps):
         step()
@@ -91,6 +95,7 @@ def main() -> None:
     print(f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}, batch {args.batch_size}, "
           f"{sum(p.numel() for p in network.parameters())} parameters, {torch.get_num_threads()} threads")
     print(f"tokens/s: {tokens_per_second:,.0f}")
+    print(f"counted targets/s: {counted / elapsed:,.0f} (every position of a full window is a target)")
     print(f"samples/s: {tokens_per_second / args.context:,.0f}")
     print(f"model FLOPs/token: {flops:,.0f}")
     print(f"fp32 matmul peak: {peak / 1e9:,.1f} GFLOP/s")

@@ -39,7 +39,8 @@ class NormalizationConfig:
 
 @frozen
 class PositionEncodingConfig:
-    type: str = option("learned", "position encoding", choices=("learned", "rope", "sinusoidal"))
+    type: str = option("learned", "position encoding: learned tables, rotary (inside attention) or fixed sinusoids",
+                       choices=("learned", "rope", "sinusoidal"))
     theta: float = option(10000.0, "rotary base frequency (rope only)")
 
 
@@ -52,6 +53,11 @@ class ArchitectureConfig:
     feed_forward: FeedForwardConfig = nested(FeedForwardConfig, "feed-forward settings")
     normalization: NormalizationConfig = nested(NormalizationConfig, "normalization settings")
     position_encoding: PositionEncodingConfig = nested(PositionEncodingConfig, "position encoding settings")
+    positional_encoding_scope: Optional[str] = option(
+        None, "where temporal positions are added: per_feature (a learned table of context_length rows per input "
+              "column at each leaf ingestion branch) or global (one table of max_context_length rows in the backbone); "
+              "default per_feature, global for sinusoidal; rope rotates inside attention either way",
+        choices=("per_feature", "global"))
     dropout: float = option(0.0, "dropout probability inside the backbone")
     shared_layer_groups: tuple[Any, ...] = option((), "groups of layer indices that share one set of weights")
 
@@ -106,7 +112,8 @@ class IngestionConfig:
     allow_unused_input_columns: bool = option(False, "root only: input columns no branch reads are allowed")
     auxiliary_input_columns: Optional[tuple[str, ...]] = option(None, "root only: input columns deliberately not ingested")
     layout: Optional[str] = option(None, "depth layout name from the dataset metadata (depth_transformer)")
-    dropout: Optional[float] = option(None, "dropout of the pooled output (depth_transformer)")
+    dropout: float = option(0.0, "dropout of this node's output: a leaf branch's (embedding) or a depth_transformer's "
+                                 "pooled output; a composite node applies none")
     initialization_seed: Optional[int] = option(None, "seed starting a new initialization namespace for this subtree")
     initialization: Optional[dict[str, InitTargetsConfig]] = option(None, "initializer overrides for this subtree")
     architecture: Optional[ArchitectureConfig] = option(None, "the transformer across child slots (depth_transformer)")
@@ -117,14 +124,18 @@ class DecoderConfig:
     type: str = option("linear", "decoder kind", choices=("linear", "mlp"))
     prediction_length: int = option(1, "number of final positions of each view that are predicted")
     support: int = option(1, "decoder support")
-    hidden_dims: Optional[tuple[int, ...]] = option(None, "hidden widths of an mlp decoder")
+    hidden_dims: Optional[tuple[int, ...]] = option(None, "hidden widths of an mlp decoder (default: one of dim_model)")
+    activation: str = option("relu", "activation after each hidden layer of an mlp decoder",
+                             choices=("relu", "gelu", "silu"))
 
 
 @frozen
 class InterfaceConfig:
     input_columns: tuple[str, ...] = option(doc="columns the model reads")
     target_columns: tuple[str, ...] = option(doc="columns the model predicts")
-    categorical_decoder_special_tokens: Optional[dict[str, tuple[str, ...]]] = option(None, "special tokens (unknown, other, mask) a categorical decoder may predict, per target")
+    categorical_decoder_special_tokens: Optional[dict[str, tuple[str, ...]]] = option(
+        None, "special tokens (unknown, other, mask) a categorical decoder may predict, per target; "
+              "a categorical target not listed predicts [other]")
     ingestion: IngestionConfig = nested(IngestionConfig, "ingestion module")
     decoder: DecoderConfig = nested(DecoderConfig, "decoder module")
 
@@ -211,17 +222,18 @@ class GlobalTrainingConfig:
     training_objective: str = option("causal", "training objective", choices=("causal",))
     context_length: int = option(doc="number of time steps the model reads")
     target_offset: int = option(1, "how many steps ahead the targets lie")
-    window_stride: int = option(1, "distance between training views inside a stored window")
+    window_stride: Optional[int] = option(None, "distance between training views inside a stored window (null: one right-aligned view per stored window)")
     inference_batch_size: int = option(256, "batch size for validation")
     batch_size: int = option(64, "per-process training batch size")
     accumulation_steps: int = option(1, "microbatches per optimizer step")
     learning_rate: float = option(1e-4, "peak learning rate")
-    optimizer: dict[str, Any] = option({"name": "AdamW", "weight_decay": 0.01}, "torch.optim class `name` and its keyword arguments")
-    scheduler: Optional[dict[str, Any]] = option(None, "torch.optim.lr_scheduler class `name` and its keyword arguments")
+    optimizer: dict[str, Any] = option({"name": "Adam"}, "torch.optim class `name` and its keyword arguments")
+    scheduler: Optional[dict[str, Any]] = option({"name": "StepLR", "step_size": 1, "gamma": 0.99},
+                                                 "torch.optim.lr_scheduler class `name` and its keyword arguments (null: none)")
     scheduler_step_on: str = option("epoch", "when the scheduler steps", choices=("epoch", "batch"))
     reset_optimization_on_phase: bool = option(True, "new optimizer, scheduler and scaler at every phase")
     gradient_clip: Optional[float] = option(None, "clip the global gradient norm to this value")
-    save_interval_epochs: Optional[int] = option(None, "persistent checkpoint every N epochs")
+    save_interval_epochs: Optional[int] = option(1, "persistent checkpoint every N epochs (null: none)")
     save_interval_batches: Optional[int] = option(None, "persistent checkpoint every N batches")
     save_interval_minutes: Optional[float] = option(None, "persistent checkpoint every N minutes")
     save_latest_interval_minutes: Optional[float] = option(None, "refresh only the rolling latest checkpoint every N minutes")
@@ -267,7 +279,8 @@ def hydra_defaults() -> dict[str, Any]:
     """
     defaults = _defaults_of(TrainConfig)
     defaults.pop("evaluation")
-    defaults["global_training"].pop("optimizer")  # merged into a user's choice, AdamW's arguments would leak
+    for call in ("optimizer", "scheduler"):  # merged into a user's choice, the default's arguments would leak
+        defaults["global_training"].pop(call)
     return defaults
 
 

@@ -52,6 +52,10 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
         problems.add(f"{path}.position_encoding.theta", f"must be positive, got {architecture.position_encoding.theta}")
     if architecture.position_encoding.type == "rope" and head_dim % 2:
         problems.add(f"{path}.position_encoding.type", f"rope needs an even head width; dim_model/n_heads is {head_dim}")
+    if architecture.position_encoding.type == "sinusoidal" and architecture.positional_encoding_scope == "per_feature":
+        problems.add(f"{path}.positional_encoding_scope",
+                     "sinusoidal positions are fixed and added once in the backbone; use global or leave it out "
+                     "(per_feature needs learned positions)")
     if architecture.num_layers < 1:
         problems.add(f"{path}.num_layers", f"must be at least 1, got {architecture.num_layers}")
     if architecture.feed_forward.dim is not None and architecture.feed_forward.dim < 1:
@@ -103,6 +107,8 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
         problems.add(f"{path}.decoder.prediction_length", f"must be between 1 and context_length {context_length}, got {decoder.prediction_length}")
     if decoder.hidden_dims is not None and decoder.type != "mlp":
         problems.add(f"{path}.decoder.hidden_dims", "only an mlp decoder has hidden layers")
+    if decoder.activation != "relu" and decoder.type != "mlp":
+        problems.add(f"{path}.decoder.activation", "only an mlp decoder has an activation")
     _check_ingestion(interface.ingestion, f"{path}.ingestion", set(interface.input_columns), problems, root=True)
 
 
@@ -114,7 +120,7 @@ def _check_ingestion(node: IngestionConfig, path: str, inputs: set[str], problem
                 problems.add(f"{path}.{key}", "belongs at the root ingestion only")
     if node.output_dim is not None and node.output_dim < 1:
         problems.add(f"{path}.output_dim", f"must be positive, got {node.output_dim}")
-    if node.dropout is not None and not 0.0 <= node.dropout < 1.0:
+    if not 0.0 <= node.dropout < 1.0:
         problems.add(f"{path}.dropout", f"must be in [0, 1), got {node.dropout}")
     _check_initialization(node, path, problems)
     if node.type == "composite":

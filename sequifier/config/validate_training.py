@@ -8,8 +8,8 @@ from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
 
-POSITIVE_INTEGERS = ("context_length", "batch_size", "inference_batch_size", "accumulation_steps", "window_stride", "target_offset", "world_size")
-POSITIVE_OPTIONAL = ("gradient_clip", "save_interval_epochs", "save_interval_batches", "save_interval_minutes", "save_latest_interval_minutes", "early_stopping_patience")
+POSITIVE_INTEGERS = ("context_length", "batch_size", "inference_batch_size", "accumulation_steps", "target_offset", "world_size")
+POSITIVE_OPTIONAL = ("window_stride", "gradient_clip", "save_interval_epochs", "save_interval_batches", "save_interval_minutes", "save_latest_interval_minutes", "early_stopping_patience")
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
 
 

@@ -35,8 +35,8 @@ class PartData:
 
 def view_shape(spec: RunSpec, interface: str) -> ViewShape:
     training = spec.config.global_training
-    prediction_length = spec.config.model.interfaces[interface].decoder.prediction_length
-    return ViewShape(training.context_length, training.target_offset, prediction_length, training.window_stride)
+    support = spec.config.model.interfaces[interface].decoder.support
+    return ViewShape(training.context_length, training.target_offset, training.window_stride, support)
 
 
 def load_parts(spec: RunSpec) -> dict[tuple[str, str], PartData]:

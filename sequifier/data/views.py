@@ -1,8 +1,9 @@
 """Model views of stored windows: which (window, end slot) pairs train, and batched gathering of them.
 
-A view with context C and target offset k ending at slot e reads input slots
-[e-k-C, e-k) and targets slots [e-C, e); only the last `prediction_length`
-targets count, and only inside the split bounds and outside padding.
+A view with context C and target offset k ending at slot e reads input slots [e-k-C, e-k) and
+predicts target slots [e-C, e): every position the decoder produces is a target. A target counts
+when it lies outside left padding, inside the window's split bounds, and its sample is not a
+rank-padding repeat.
 """
 
 from __future__ import annotations
@@ -58,36 +59,39 @@ def to_tensors(stored: StoredWindows, categorical: set[str]) -> WindowTensors:
 
 @dataclass(frozen=True)
 class ViewShape:
+    """How a view sits in a stored window; `stride` None means one right-aligned view per window."""
+
     context_length: int
     target_offset: int
-    prediction_length: int
-    stride: int
+    stride: int | None = None
+    support: int = 1
+
+    @property
+    def decoded_positions(self) -> int:
+        """Targets per view: the decoder reads `support` states per output, so it yields C - support + 1."""
+        return self.context_length - self.support + 1
 
 
 def training_views(windows: WindowTensors, shape: ViewShape) -> tuple[Tensor, Tensor]:
     """(window index, end slot) of every view with at least one counted target.
 
-    Views end at W, W-stride, ... down to C+k. A target item reachable from two
-    overlapping stored windows is kept once (first occurrence).
+    Views end at the window's last slot W and, with a stride s, also at W-s, W-2s, ... down to C+k.
     """
-    width = windows.width
     lowest_end = shape.context_length + shape.target_offset
-    ends = torch.arange(width, lowest_end - 1, -shape.stride)
+    step = shape.stride or windows.width
+    ends = torch.arange(windows.width, lowest_end - 1, -step)
     window_index = torch.arange(len(windows)).repeat_interleave(len(ends))
     end_slot = ends.repeat(len(windows))
-    last_slot = end_slot - 1
-    first_counted = torch.maximum(end_slot - shape.prediction_length, windows.first_target_slot[window_index])
+    first_decoded = end_slot - shape.decoded_positions
+    first_counted = torch.maximum(first_decoded, windows.first_target_slot[window_index])
     has_target = first_counted < torch.minimum(end_slot, windows.end_target_slot[window_index])
-    window_index, end_slot, last_slot = window_index[has_target], end_slot[has_target], last_slot[has_target]
-    item = windows.start_item_positions[window_index] + last_slot
-    keys = np.stack([windows.sequence_ids[window_index].numpy(), item.numpy()], axis=1)
-    _, first_occurrence = np.unique(keys, axis=0, return_index=True)
-    keep = torch.from_numpy(np.sort(first_occurrence))
-    return window_index[keep], end_slot[keep]
+    return window_index[has_target], end_slot[has_target]
 
 
 @dataclass(frozen=True)
 class Batch:
+    """Inputs [B, C]; targets, their persistence values and the counted-target mask [B, D] (D decoded positions)."""
+
     inputs: dict[str, Tensor]
     targets: dict[str, Tensor]
     persistence: dict[str, Tensor]
@@ -95,13 +99,24 @@ class Batch:
     left_pad_lengths: Tensor | None
 
 
-def gather_batch(windows: WindowTensors, window_index: Tensor, end_slot: Tensor, shape: ViewShape, input_columns: tuple[str, ...], target_columns: tuple[str, ...]) -> Batch:
-    """Inputs [B, C], targets and their persistence values [B, P], and the counted-target mask."""
+def gather_batch(
+    windows: WindowTensors,
+    window_index: Tensor,
+    end_slot: Tensor,
+    shape: ViewShape,
+    input_columns: tuple[str, ...],
+    target_columns: tuple[str, ...],
+    sample_valid: Tensor | None = None,
+) -> Batch:
+    """The views' inputs and every decoded target; `sample_valid` [B] marks samples that count (rank padding does not)."""
     rows = window_index[:, None]
     input_start = end_slot - shape.target_offset - shape.context_length
     input_slots = input_start[:, None] + torch.arange(shape.context_length)
-    target_slots = (end_slot - shape.prediction_length)[:, None] + torch.arange(shape.prediction_length)
+    decoded = shape.decoded_positions
+    target_slots = (end_slot - decoded)[:, None] + torch.arange(decoded)
     valid = (target_slots >= windows.first_target_slot[rows]) & (target_slots < windows.end_target_slot[rows])
+    if sample_valid is not None:
+        valid &= sample_valid[:, None]
     padding = (windows.left_pad_lengths[window_index] - input_start).clamp(min=0)
     return Batch(
         inputs={c: windows.columns[c][rows, input_slots] for c in input_columns},

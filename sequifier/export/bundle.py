@@ -26,6 +26,7 @@ from sequifier.config.typed import ProblemList, build
 from sequifier.export.contract import build_contract
 from sequifier.model.backbone import Backbone
 from sequifier.model.network import SequifierNetwork, build_interface
+from sequifier.model.positions import feature_position_rows
 
 ARTIFACT_TYPE = "sequifier_inference_bundle"
 FORMAT_VERSION = 1
@@ -115,7 +116,8 @@ def rebuild_network(config: dict[str, Any], where: str = "model_config") -> Sequ
     for name, entry in config["interfaces"].items():
         interface: InterfaceConfig = _typed(InterfaceConfig, entry["config"], f"{where}.interfaces.{name}.config")
         columns = {c: ColumnSpec(c, d["kind"], int(d["n_classes"])) for c, d in entry["columns"].items()}
-        interfaces[name] = build_interface(name, interface, columns, architecture.dim_model, {}, set())
+        rows = feature_position_rows(architecture, int(config["contract"]["context_length"]))
+        interfaces[name] = build_interface(name, interface, columns, architecture.dim_model, {}, set(), position_rows=rows)
     return SequifierNetwork(backbone, interfaces)
 
 

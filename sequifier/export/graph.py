@@ -15,6 +15,7 @@ import torch
 from torch import Tensor, nn
 
 from sequifier.model.attention import attention_mask
+from sequifier.model.backbone import has_evidence
 from sequifier.model.network import SequifierNetwork
 
 
@@ -52,5 +53,5 @@ class InferenceGraph(nn.Module):
         states = backbone.final_norm(layers[-1](x, mask, self.positions))
         if self.artifact == "embedding":
             return (states,)
-        outputs = modules.decoder(states)
+        outputs = modules.decoder(states, has_evidence(tensors[-1], x.shape[1], self.positions))
         return tuple(outputs[t] for t in self.target_columns)

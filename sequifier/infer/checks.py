@@ -14,7 +14,8 @@ INPUT_SIGNATURE = ("input_columns", "context_length")
 
 def contract_values(contract: dict[str, Any]) -> dict[str, Any]:
     """The contract fields an infer or train config may state, in the config's spelling."""
-    kinds = contract["columns"]
+    used = dict.fromkeys(contract["input_columns"] + contract["target_columns"])
+    kinds = {c: contract["columns"][c] for c in used}  # in the order a config lists them
     return {
         "input_columns": list(contract["input_columns"]),
         "target_columns": list(contract["target_columns"]),
@@ -23,7 +24,11 @@ def contract_values(contract: dict[str, Any]) -> dict[str, Any]:
         "context_length": contract["context_length"],
         "target_offset": contract["target_offset"],
         "prediction_length": contract["prediction_length"],
-        "objective": contract["objective"],
+        "training_objective": contract["objective"],
+        "model_interface": contract["interface"],
+        "target_column_types": {t: kinds[t]["kind"] for t in contract["target_columns"]},
+        # version-1 contracts record no data types
+        "column_data_types": {c: kinds[c]["data_type"] for c in kinds if "data_type" in kinds[c]},
     }
 
 
@@ -43,15 +48,24 @@ def disagree(where: str, stated: Any, model_value: Any, model_file: Path, source
 
 
 def check_stated(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
-    """Explicit contract fields of the infer config must match the artifact."""
+    """Explicit contract fields of the infer config must match the artifact.
+
+    Column kinds and data types may name data columns the model does not use, and column kinds
+    may leave some of the model's columns out.
+    """
     actual = contract_values(contract)
     for field in CONTRACT_FIELDS:
         stated = getattr(config, field)
         if stated is None:
             continue
         if field in ("categorical_columns", "real_columns"):
-            stated = [c for c in stated if c in contract["columns"]]  # the data may hold columns the model does not use
-        if not _same(stated, actual[field]):
+            used = [c for c in stated if c in contract["columns"]]
+            agrees = set(used) <= set(actual[field])
+        elif field == "column_data_types":
+            agrees = {c: t for c, t in stated.items() if c in actual[field]} == actual[field]
+        else:
+            agrees = _same(stated, actual[field])
+        if not agrees:
             raise disagree(field, stated, actual[field], model_file)
 
 
@@ -105,7 +119,7 @@ def check_generation(config: InferConfig, contract: dict[str, Any], model_file: 
     if not config.autoregressive:
         return
     requirements = {
-        "objective": (contract["objective"], "causal"),
+        "training_objective": (contract["objective"], "causal"),
         "prediction_length": (contract["prediction_length"], 1),
         "target_offset": (contract["target_offset"], 1),
     }

@@ -1,7 +1,7 @@
 """Inference output tables (predictions, probabilities, embeddings) and writing them atomically.
 
-Every table starts with sequenceId, subsequenceId and itemPosition; a window contributes one
-row per predicted position (or generated step), rows of a window adjacent.
+Every table starts with sequenceId, subsequenceId, windowStartOffset and itemPosition (see rows.py);
+rows of a window are adjacent.
 """
 
 from __future__ import annotations
@@ -14,45 +14,48 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from sequifier.data.stored import StoredWindows
 from sequifier.infer.codec import category_names, decode_values
+from sequifier.infer.rows import Rows
 
 OUTPUT_KINDS = ("predictions", "probabilities", "embeddings")
 
 
-def identifiers(stored: StoredWindows, positions: np.ndarray) -> dict[str, np.ndarray]:
-    """Identifier columns for `positions` ([windows, per-window rows] itemPositions)."""
-    per_window = positions.shape[1]
-    return {
-        "sequenceId": np.repeat(stored.sequence_ids, per_window),
-        "subsequenceId": np.repeat(stored.subsequence_ids, per_window),
-        "itemPosition": positions.reshape(-1),
-    }
+def generative_tables(rows: Rows, values: dict[str, np.ndarray], probabilities: dict[str, np.ndarray], contract: dict,
+                      decode_categories: bool) -> dict[str, pa.Table]:
+    """{"predictions": table, "probabilities/<target>": table} of the written rows.
 
-
-def predictions_table(ids: dict[str, np.ndarray], chosen: dict[str, np.ndarray], contract: dict, decode_categories: bool) -> pa.Table:
-    """Chosen target values ([windows, positions] ids or normalized reals) decoded into one column per target."""
+    `values` [views, positions] per target (ids or normalized reals), `probabilities` [views, positions, classes].
+    """
+    ids = rows.written()
     columns = dict(ids)
     for target in contract["target_columns"]:
-        columns[target] = decode_values(chosen[target].reshape(-1), contract["columns"][target], contract["special_token_ids"], decode_categories)
-    return pa.table(columns)
+        chosen = values[target].reshape(-1)[rows.keep]
+        column = contract["columns"][target]
+        columns[target] = decode_values(chosen, column, contract["special_token_ids"], decode_categories)
+    tables = {"predictions": pa.table(columns)}
+    for target, shares in probabilities.items():
+        flat = shares.reshape(-1, shares.shape[-1])[rows.keep]
+        tables[f"probabilities/{target}"] = _probabilities_table(ids, flat, target, contract, decode_categories)
+    return tables
 
 
-def probabilities_table(ids: dict[str, np.ndarray], probabilities: np.ndarray, target: str, contract: dict, decode_categories: bool) -> pa.Table:
-    """One column per predictable class of `target` (named by its raw value, or its id), [windows, positions, classes] in."""
+def _probabilities_table(ids: dict[str, np.ndarray], probabilities: np.ndarray, target: str, contract: dict,
+                         decode_categories: bool) -> pa.Table:
+    """One column per predictable class of `target` (named by its raw value, or its id), [rows, classes] in."""
     class_ids = np.asarray(contract["class_ids"][target])
-    names = category_names(contract["columns"][target], contract["special_token_ids"])[class_ids] if decode_categories else class_ids
-    flat = probabilities.reshape(-1, len(class_ids))
+    names = class_ids
+    if decode_categories:
+        names = category_names(contract["columns"][target], contract["special_token_ids"])[class_ids]
     columns = dict(ids)
     for index, name in enumerate(names):
-        columns[str(name)] = flat[:, index]
+        columns[str(name)] = probabilities[:, index]
     return pa.table(columns)
 
 
-def embeddings_table(ids: dict[str, np.ndarray], embeddings: np.ndarray) -> pa.Table:
-    """Columns "0" ... "D-1" of the final backbone states, [windows, positions, D] in."""
-    flat = embeddings.reshape(-1, embeddings.shape[-1])
-    columns = dict(ids)
+def embeddings_table(rows: Rows, embeddings: np.ndarray) -> pa.Table:
+    """Columns "0" ... "D-1" of the final backbone states of the written rows, [views, positions, D] in."""
+    flat = embeddings.reshape(-1, embeddings.shape[-1])[rows.keep]
+    columns = rows.written()
     for index in range(flat.shape[1]):
         columns[str(index)] = flat[:, index]
     return pa.table(columns)

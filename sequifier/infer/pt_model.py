@@ -13,25 +13,37 @@ from sequifier.export.bundle import read_bundle
 from sequifier.export.graph import InferenceGraph
 
 
-class PtModel:
-    """Same call as OnnxModel; `model_type` picks the outputs, `with_dropout` keeps dropout active."""
+def torch_device(device: str) -> torch.device:
+    """`device` as torch sees it, or a UserError when this machine has no such device."""
+    found = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}[device]
+    if not found:
+        raise UserError("device", f"is {device!r}, but torch {torch.__version__} finds no {device} device here; "
+                                  "set device: cpu")
+    return torch.device(device)
 
-    def __init__(self, path: Path, model_type: str, with_dropout: bool = False):
+
+class PtModel:
+    """Same call as OnnxModel; `model_type` picks the outputs, `with_dropout` keeps dropout active, on `device`."""
+
+    def __init__(self, path: Path, model_type: str, with_dropout: bool = False, device: str = "cpu"):
         if not path.is_file():
             raise UserError(str(path), "model file does not exist")
+        self.device = torch_device(device)
         network, contract, self.export_metadata = read_bundle(path)
         self.contract: dict[str, Any] = contract
-        self.graph = InferenceGraph(network, contract["interface"], contract["input_columns"], contract["target_columns"], model_type)
-        self.graph.train(with_dropout)
+        columns = (contract["input_columns"], contract["target_columns"])
+        self.graph = InferenceGraph(network, contract["interface"], *columns, model_type)
+        self.graph.train(with_dropout).to(self.device)
         self.keys = ["embedding"] if model_type == "embedding" else list(contract["target_columns"])
         self.concurrency = 1  # torch parallelizes inside each operator
 
     def reseed(self, seed: int) -> None:
-        """Start torch's dropout masks (process-wide) from `seed`."""
+        """Start torch's dropout masks (process-wide, every device) from `seed`."""
         torch.manual_seed(seed)
 
     def __call__(self, inputs: dict[str, np.ndarray], left_pad_lengths: np.ndarray) -> dict[str, np.ndarray]:
-        tensors = [torch.from_numpy(inputs[name]) for name in self.contract["input_columns"]]
+        tensors = [torch.from_numpy(inputs[name]).to(self.device) for name in self.contract["input_columns"]]
+        padding = torch.from_numpy(left_pad_lengths.astype(np.int64)).to(self.device)
         with torch.inference_mode():
-            outputs = self.graph(*tensors, torch.from_numpy(left_pad_lengths.astype(np.int64)))
-        return {key: out.numpy() for key, out in zip(self.keys, outputs)}
+            outputs = self.graph(*tensors, padding)
+        return {key: out.cpu().numpy() for key, out in zip(self.keys, outputs)}

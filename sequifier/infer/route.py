@@ -61,6 +61,6 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
             "context_length": training.context_length,
             "target_offset": training.target_offset,
             "prediction_length": interface.decoder.prediction_length,
-            "objective": training.training_objective,
+            "training_objective": training.training_objective,
         },
     )

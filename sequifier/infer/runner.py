@@ -1,8 +1,9 @@
 """`sequifier infer`: resolve models and data, check them against the contracts, predict, write part files.
 
-Each stored window's last context_length slots are the model's input: a generative model
-predicts the items after them (or, autoregressively, `generation_steps` items fed back one
-by one); an embedding model returns the final backbone states of the predicted positions.
+Each stored window is read through its model views (windows.py): a generative model predicts
+the last prediction_length items of each view, an embedding model returns the final backbone
+states of the view's last prediction_length input items; rows outside the data are dropped
+(rows.py). Autoregression starts from each window's newest items and generates the items after it.
 """
 
 from __future__ import annotations
@@ -17,15 +18,16 @@ from typing import Any
 import numpy as np
 
 from sequifier.config.errors import UserError
-from sequifier.config.infer import InferConfig, load_infer_config
+from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import StoredWindows
 from sequifier.infer import checks
 from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.outputs import clear_parts, embeddings_table, identifiers, predictions_table, probabilities_table, write_table
+from sequifier.infer.outputs import clear_parts, embeddings_table, generative_tables, write_table
 from sequifier.infer.route import TrainingRoute, training_route
-from sequifier.infer.windows import item_positions, load_windows, model_inputs
+from sequifier.infer.rows import label_rows
+from sequifier.infer.windows import generation_start, load_windows, model_inputs, view_starts, window_width
 
 __all__ = ["model_inputs", "run_inference"]
 WINDOWS_PER_PART = 100_000
@@ -47,9 +49,9 @@ def open_model(path: Path, config: InferConfig) -> Model:
     if path.suffix == ".pt":
         from sequifier.infer.pt_model import PtModel  # torch only when a PT bundle is used
 
-        model: Model = PtModel(path, config.model_type, config.infer_with_dropout)
+        model: Model = PtModel(path, config.model_type, config.infer_with_dropout, config.device)
     else:
-        model = OnnxModel(path)
+        model = OnnxModel(path, config.device)
     contract = model.contract
     checks.check_model_type(config.model_type, contract, path)
     checks.check_dropout(config.infer_with_dropout, contract, path)
@@ -78,7 +80,11 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     stems = [f.stem for f in files]
     if len(set(stems)) < len(stems):
         raise UserError("model_path", f"models {[f.name for f in files]} would write to the same output folder (same file stem)")
-    metadata_path = project_root / config.metadata_config_path if config.metadata_config_path else (route.metadata_path if route else None)
+    metadata_path = route.metadata_path if route else None
+    if config.preprocessing_data_path:
+        metadata_path = metadata_path_of_preprocessing(project_root, config.preprocessing_data_path)
+    if config.metadata_config_path:
+        metadata_path = project_root / config.metadata_config_path
     if config.data_path:
         data_path = project_root / config.data_path
     else:
@@ -90,22 +96,24 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
 def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser: Chooser) -> dict[str, Any]:
     """Output tables of one block of windows: {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}."""
     contract = model.contract
-    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract)
+    width = window_width(stored)
     batch = config.inference_batch_size
-    positions = contract["prediction_length"]
-    if config.model_type == "embedding":
-        embeddings = run_batched(model, inputs, padding, batch)["embedding"]
-        return {"embeddings": embeddings_table(identifiers(stored, item_positions(stored, 1 - positions, positions)), embeddings)}
     if config.autoregressive:
-        values, probabilities = generate(model, inputs, padding, config.generation_steps or 1, batch, chooser)
-        ids = identifiers(stored, item_positions(stored, contract["target_offset"], config.generation_steps or 1))
-    else:
-        values, probabilities = chooser(run_batched(model, inputs, padding, batch))
-        ids = identifiers(stored, item_positions(stored, contract["target_offset"] - (positions - 1), positions))
-    tables = {"predictions": predictions_table(ids, values, contract, config.decode_categories)}
-    for target, p in probabilities.items():
-        tables[f"probabilities/{target}"] = probabilities_table(ids, p, target, contract, config.decode_categories)
-    return tables
+        start, steps = generation_start(width, contract), config.generation_steps or 1
+        inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract, start)
+        values, probabilities = generate(model, inputs, padding, steps, batch, chooser)
+        rows = label_rows(stored, start, width + np.arange(steps)[None, :], inside_data_only=False)
+        return generative_tables(rows, values, probabilities, contract, config.decode_categories)
+    starts = view_starts(width, contract, config.window_stride)
+    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract, starts)
+    positions = contract["prediction_length"]
+    decoded_inputs = starts[:, None] + contract["context_length"] - positions + np.arange(positions)
+    if config.model_type == "embedding":
+        rows = label_rows(stored, starts, decoded_inputs, inside_data_only=True)
+        return {"embeddings": embeddings_table(rows, run_batched(model, inputs, padding, batch)["embedding"])}
+    rows = label_rows(stored, starts, decoded_inputs + contract["target_offset"], inside_data_only=True)
+    values, probabilities = chooser(run_batched(model, inputs, padding, batch))
+    return generative_tables(rows, values, probabilities, contract, config.decode_categories)
 
 
 def _block(stored: StoredWindows, start: int, stop: int) -> StoredWindows:
@@ -142,6 +150,8 @@ def run_inference(config_path: Path, data_path: str | None = None, model_path: s
     config = load_infer_config(config_path, data_path=data_path, model_path=model_path, seed=seed, randomize=randomize)
     if randomize:
         print(f"seed {config.seed} (drawn by --randomize)")
+    for line in notices(config):
+        print(line)
     project_root = (Path.cwd() / config.project_root).resolve()
     sources = resolve_sources(config, project_root)
     models = [open_model(f, config) for f in sources.model_files]

@@ -1,4 +1,10 @@
-"""The data side of inference: reading a stored split and cutting each window's model context."""
+"""The data side of inference: reading a stored split and cutting the model views of each window.
+
+A view with context C and target offset k starting at slot s reads input slots [s, s+C); its
+decoder outputs of the last P = prediction_length positions predict slots [s+k+C-P, s+k+C).
+The default view is right-aligned (s = W-k-C, predicting the window's last P slots); a
+`window_stride` adds the views that end stride, 2·stride, ... slots earlier.
+"""
 
 from __future__ import annotations
 
@@ -28,26 +34,44 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     stored = load_split(path, contract["input_columns"], categorical)
     if len(stored) == 0:
         raise UserError("data_path", f"{path} holds no windows")
+    width = window_width(stored)
+    needed = contract["context_length"] + contract["target_offset"]
+    if width < needed:
+        raise UserError("data_path", f"stored windows hold {width} items, fewer than the model's context_length + "
+                                     f"target_offset ({contract['context_length']} + {contract['target_offset']})")
     return stored
 
 
-def model_inputs(columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """The last context_length slots of every window, typed as the model expects, and their padding."""
+def window_width(stored: StoredWindows) -> int:
+    return next(iter(stored.columns.values())).shape[1]
+
+
+def view_starts(width: int, contract: dict, window_stride: int | None) -> np.ndarray:
+    """First input slot of each view of a stored window, oldest view first."""
+    right_aligned = width - contract["target_offset"] - contract["context_length"]
+    return np.arange(right_aligned, -1, -(window_stride or width))[::-1]
+
+
+def generation_start(width: int, contract: dict) -> np.ndarray:
+    """Autoregression reads the window's newest C items and continues after them."""
+    return np.array([width - contract["context_length"]])
+
+
+def model_inputs(columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict,
+                 starts: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Inputs of every (window, view starting at `starts`) pair, window-major, typed for the model, and their padding.
+
+    Without `starts`, each window's newest context_length slots.
+    """
     context = contract["context_length"]
     width = next(iter(columns.values())).shape[1]
-    if width < context:
-        raise UserError("data_path", f"stored windows hold {width} items, fewer than the model's context_length {context}")
+    if starts is None:
+        starts = generation_start(width, contract)
+    slots = starts[:, None] + np.arange(context)
     inputs = {}
     for name in contract["input_columns"]:
-        values = columns[name][:, width - context :]
         kind = contract["columns"][name]["kind"]
+        values = columns[name][:, slots].reshape(-1, context)
         inputs[name] = np.ascontiguousarray(values.astype(np.int64 if kind == "categorical" else np.float32))
-    padding = np.clip(left_pad - (width - context), 0, None).astype(np.int64)
+    padding = np.clip(left_pad[:, None] - starts[None, :], 0, None).reshape(-1).astype(np.int64)
     return inputs, padding
-
-
-def item_positions(stored: StoredWindows, first_step: int, n_positions: int) -> np.ndarray:
-    """itemPosition of every output row, [windows, positions]: `first_step` items after each window's last item, then onwards."""
-    width = next(iter(stored.columns.values())).shape[1]
-    last_item = stored.start_item_positions + width - 1
-    return last_item[:, None] + (first_step + np.arange(n_positions))[None, :]

@@ -26,7 +26,10 @@ def attention_mask(left_pad_lengths: Tensor | None, length: int) -> Tensor | Non
 
 
 class SelfAttention(nn.Module):
-    """Projects to queries, keys and values in one matmul; kv heads are shared by query groups."""
+    """Projects to queries, keys and values in one matmul; kv heads are shared by query groups.
+
+    The projections have no biases (as in sequifier 3.x).
+    """
 
     def __init__(self, dim: int, n_heads: int, n_kv_heads: int, output_projection: bool, dropout: float, rotary: RotaryEmbedding | None):
         super().__init__()
@@ -35,8 +38,8 @@ class SelfAttention(nn.Module):
         self.head_dim = dim // n_heads
         self.dropout = dropout
         self.rotary = rotary
-        self.qkv = tag(nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim), "attention.qkv")
-        self.output = tag(nn.Linear(dim, dim), "attention.output") if output_projection else nn.Identity()
+        self.qkv = tag(nn.Linear(dim, (n_heads + 2 * n_kv_heads) * self.head_dim, bias=False), "attention.qkv")
+        self.output = tag(nn.Linear(dim, dim, bias=False), "attention.output") if output_projection else nn.Identity()
 
     def forward(self, x: Tensor, mask: Tensor | None, queries: int | None = None) -> Tensor:
         """Attention of every position, or of the last `queries` positions only (over all keys; needs `mask`)."""

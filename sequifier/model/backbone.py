@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import torch
 from torch import Tensor, nn
 
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.attention import attention_mask
 from sequifier.model.layers import TransformerLayer, make_norm
-from sequifier.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions
+from sequifier.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions, position_scope
 
 
 class Backbone(nn.Module):
-    """Maps [batch, time, dim_model] inputs to causally contextualized states of the same shape."""
+    """Maps [batch, time, dim_model] inputs to causally contextualized states of the same shape.
+
+    Global positions (sinusoidal, or learned with global scope) are added here; per-feature
+    learned positions belong to the leaf ingestion branches.
+    """
 
     def __init__(self, architecture: ArchitectureConfig, max_length: int):
         super().__init__()
@@ -21,10 +26,10 @@ class Backbone(nn.Module):
         self.position: nn.Module = nn.Identity()
         if encoding.type == "rope":
             rotary = RotaryEmbedding(dim // architecture.attention.n_heads, max_length, encoding.theta)
-        elif encoding.type == "learned":
-            self.position = LearnedPositions(dim, max_length)
-        else:
+        elif encoding.type == "sinusoidal":
             self.position = SinusoidalPositions(dim, max_length)
+        elif position_scope(architecture) == "global":
+            self.position = LearnedPositions(dim, max_length)
         self.input_dropout = nn.Dropout(architecture.dropout)
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
@@ -35,6 +40,18 @@ class Backbone(nn.Module):
         for layer in self.layers:
             x = layer(x, mask)
         return self.final_norm(x)
+
+
+def has_evidence(left_pad_lengths: Tensor | None, length: int, positions: int) -> Tensor | None:
+    """[batch, positions] for the last `positions` of `length` slots: whether the slot holds a real item.
+
+    A padded slot has seen no real item (attention is causal), so what follows it is predicted
+    without evidence. None when nothing is padded.
+    """
+    if left_pad_lengths is None:
+        return None
+    slots = torch.arange(length - positions, length, device=left_pad_lengths.device)
+    return slots[None, :] >= left_pad_lengths[:, None]
 
 
 def shared_layers(architecture: ArchitectureConfig, rotary: RotaryEmbedding | None) -> list[TransformerLayer]:

@@ -6,11 +6,12 @@ from torch import Tensor, nn
 
 from sequifier.config.resolve import ColumnSpec, RunSpec
 from sequifier.config.schema import InterfaceConfig
-from sequifier.model.backbone import Backbone
-from sequifier.model.decoders import Decoder, predictable_class_ids
+from sequifier.model.backbone import Backbone, has_evidence
+from sequifier.model.decoders import DEFAULT_PREDICTABLE_SPECIAL, Decoder, predictable_class_ids
 from sequifier.model.ingestion.build import build_ingestion
 from sequifier.model.initialization import Policy, SeedScope, extend_policy, initialize_module
 from sequifier.model.parameters import tag
+from sequifier.model.positions import feature_position_rows
 
 
 class Interface(nn.Module):
@@ -34,7 +35,7 @@ class SequifierNetwork(nn.Module):
     def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None) -> dict[str, Tensor]:
         modules = self.interfaces[interface]
         states = self.backbone(modules.adapter(modules.ingestion(inputs)), left_pad_lengths)
-        return modules.decoder(states)
+        return modules.decoder(states, has_evidence(left_pad_lengths, states.shape[1], states.shape[1]))
 
 
 def build_network(spec: RunSpec) -> SequifierNetwork:
@@ -53,26 +54,33 @@ def build_network(spec: RunSpec) -> SequifierNetwork:
     with scope.constructing():
         backbone = Backbone(architecture, max_length)
     initialize_module(backbone, policy, scope.generator(), done)
-    interfaces = {name: build_interface(name, config.model.interfaces[name], columns, architecture.dim_model, policy, done)
+    position_rows = feature_position_rows(architecture, config.global_training.context_length)
+    interfaces = {name: build_interface(name, config.model.interfaces[name], columns, architecture.dim_model, policy,
+                                        done, position_rows=position_rows)
                   for name, columns in spec.columns.items()}
     return SequifierNetwork(backbone, interfaces)
 
 
-def build_interface(name: str, interface: InterfaceConfig, columns: dict[str, ColumnSpec], dim_model: int, policy: Policy, done: set[int]) -> Interface:
+def build_interface(name: str, interface: InterfaceConfig, columns: dict[str, ColumnSpec], dim_model: int,
+                    policy: Policy, done: set[int], *, position_rows: int = 0) -> Interface:
     """An interface's ingestion tree, the adapter from its width to dim_model, and its decoder.
 
-    The adapter inherits the root ingestion's policy; the decoder the backbone's.
+    The adapter inherits the root ingestion's policy; the decoder the backbone's. `position_rows`
+    (see `feature_position_rows`) sizes the per-feature position tables of the leaf branches; 0: none.
     """
-    ingestion, root = build_ingestion(interface.ingestion, columns, interface.input_columns, dim_model, f"model.interfaces.{name}.ingestion", policy, done)
+    ingestion, root = build_ingestion(interface.ingestion, columns, interface.input_columns, dim_model,
+                                      f"model.interfaces.{name}.ingestion", policy, done, position_rows)
     adapter_scope = root.scope.child("adapter", None)
     with adapter_scope.constructing():
         adapter = tag(nn.Linear(ingestion.width, dim_model), "adapter") if ingestion.width != dim_model else nn.Identity()
     initialize_module(adapter, root.policy, adapter_scope.generator(), done)
     targets = [columns[c] for c in interface.target_columns]
     special = interface.categorical_decoder_special_tokens or {}
-    class_ids = {t.name: predictable_class_ids(t, special.get(t.name, ())) for t in targets if t.kind == "categorical"}
-    decoder_config = interface.decoder
-    hidden = (decoder_config.hidden_dims or (dim_model,)) if decoder_config.type == "mlp" else ()
-    decoder = Decoder(dim_model, targets, class_ids, decoder_config.prediction_length, hidden)
+    class_ids = {t.name: predictable_class_ids(t, special.get(t.name, DEFAULT_PREDICTABLE_SPECIAL))
+                 for t in targets if t.kind == "categorical"}
+    settings = interface.decoder
+    hidden = (settings.hidden_dims or (dim_model,)) if settings.type == "mlp" else ()
+    decoder = Decoder(dim_model, targets, class_ids, settings.prediction_length, settings.support, hidden,
+                      settings.activation)
     initialize_module(decoder, policy, None, done)
     return Interface(ingestion.module, adapter, decoder)

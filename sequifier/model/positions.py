@@ -1,4 +1,8 @@
-"""Position encodings: rotary (applied inside attention), learned and sinusoidal (added to inputs)."""
+"""Position encodings: rotary (applied inside attention), learned and sinusoidal (added to inputs), and their scope.
+
+Temporal positions are added either per feature, by a learned table per input column at each
+leaf ingestion branch, or globally, by one table (learned or sinusoidal) in the backbone.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +11,21 @@ import math
 import torch
 from torch import Tensor, nn
 
+from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.parameters import tag
+
+
+def position_scope(architecture: ArchitectureConfig) -> str:
+    """The configured positional_encoding_scope, or per_feature (global for sinusoidal, which is never per feature)."""
+    if architecture.positional_encoding_scope is not None:
+        return architecture.positional_encoding_scope
+    return "global" if architecture.position_encoding.type == "sinusoidal" else "per_feature"
+
+
+def feature_position_rows(architecture: ArchitectureConfig, context_length: int) -> int:
+    """Rows of each per-feature learned position table at the leaf branches; 0 when there are none."""
+    per_feature = architecture.position_encoding.type == "learned" and position_scope(architecture) == "per_feature"
+    return context_length if per_feature else 0
 
 
 class RotaryEmbedding(nn.Module):

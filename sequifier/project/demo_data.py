@@ -72,7 +72,7 @@ def sample_table(chain: MarkovChain, n_sequences: int, min_length: int, max_leng
     })
 
 
-def write_demo_data(path: Path, n_sequences: int = 400, min_length: int = 400, max_length: int = 600, seed: int = 7) -> MarkovChain:
+def write_demo_data(path: Path, n_sequences: int = 200, min_length: int = 1000, max_length: int = 1400, seed: int = 7) -> MarkovChain:
     chain = make_chain(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     pq.write_table(sample_table(chain, n_sequences, min_length, max_length, seed), path)

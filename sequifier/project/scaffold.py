@@ -20,7 +20,7 @@ merge_output: true
 selected_columns: [event, amount]   # the feature columns of your table
 split_ratios: [0.8, 0.1, 0.1]       # training, validation, test
 split_method: within_sequence
-window_length: 40
+window_length: 33                   # context_length + max_target_offset
 window_stride: 32
 max_target_offset: 1
 seed: 1010
@@ -37,8 +37,7 @@ seed: 1010
 global_training:
   read_format: parquet
   training_objective: causal
-  context_length: 8
-  window_stride: 1
+  context_length: 32
   inference_batch_size: 512
   batch_size: 128
   learning_rate: 0.003
@@ -47,7 +46,7 @@ model:
   backbone:
     architecture:
       dim_model: 64
-      max_context_length: 8
+      max_context_length: 32
       num_layers: 2
       attention: {{type: mha, n_heads: 4, n_kv_heads: 4, output_projection: true}}
       feed_forward: {{dim: 128, activation: swiglu}}
@@ -89,7 +88,7 @@ def make_project(folder: Path, demo: bool) -> None:
     model_name = f"{folder.name}-model"
     files = {
         "configs/preprocess.yaml": PREPROCESS.format(data_file=f"{data_stem}.parquet"),
-        "configs/train.yaml": TRAIN.format(model_name=model_name, data_stem=data_stem, epochs=4 if demo else 10),
+        "configs/train.yaml": TRAIN.format(model_name=model_name, data_stem=data_stem, epochs=3 if demo else 10),
         "configs/infer.yaml": INFER.format(model_name=model_name, data_stem=data_stem),
     }
     for relative, text in files.items():

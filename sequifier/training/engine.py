@@ -23,6 +23,7 @@ from sequifier.training.metrics import MetricsFile, attach_log_file
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.plan import PlannedBatch, phase_epoch, stream_seed
+from sequifier.training.priors import fit_priors
 
 logger = logging.getLogger("sequifier")
 PROGRESS_SECONDS = 10.0
@@ -49,6 +50,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.network: SequifierNetwork = build_network(spec).to(self.device)
         self.parts = load_parts(spec)
+        fit_priors(self.network, self.parts)
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
         self.views = {dataset: spec.dataset_view(dataset) for dataset in config.dataset_training}
         self.schedules = [[self._schedule(p, e) for e in range(1, phase.epochs + 1)] for p, phase in enumerate(config.training_plan.phases)]
@@ -154,22 +156,26 @@ class Trainer:
         return self._log_training(phase.name, global_epoch, totals, samples / elapsed)
 
     def _microbatch(self, part: PartData, chosen: torch.Tensor, totals: Totals) -> int:
+        loss, sums = self.batch_loss(part, chosen)
+        if loss.requires_grad:
+            loss.backward()
+        totals.add(Totals(loss={n: float(t.detach()) for n, (t, _) in sums.items()}, count={n: int(c) for n, (_, c) in sums.items()}))
+        return len(chosen)
+
+    def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]:
+        """The optimized loss of training views `chosen` (weighted per-target means over counted targets) and its sums."""
         losses = self.losses[part.spec.dataset]
         interface = self.spec.config.model.interfaces[part.interface]
-        shape = view_shape(self.spec, part.interface)
         split = part.train
-        batch = gather_batch(split.windows, split.window_index[chosen], split.end_slot[chosen], shape, interface.input_columns, interface.target_columns)
+        batch = gather_batch(split.windows, split.window_index[chosen], split.end_slot[chosen], view_shape(self.spec, part.interface),
+                             interface.input_columns, interface.target_columns)
         inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
         targets = {k: v.to(self.device) for k, v in batch.targets.items()}
         pad = batch.left_pad_lengths.to(self.device) if batch.left_pad_lengths is not None else None
         outputs = self.network(part.interface, inputs, pad)
         sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
         means = {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
-        loss = losses.aggregate(means)
-        if loss.requires_grad:
-            loss.backward()
-        totals.add(Totals(loss={n: float(t.detach()) for n, (t, _) in sums.items()}, count={n: int(c) for n, (_, c) in sums.items()}))
-        return len(chosen)
+        return losses.aggregate(means), sums
 
     def _flush(self) -> None:
         """Close the accumulation window: drop the dataset's frozen gradients, average over the actual microbatch count, clip, step."""

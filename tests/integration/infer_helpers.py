@@ -24,8 +24,10 @@ SPLIT = REFERENCE_DIR / "data" / "events-split2.parquet"
 GENERATIVE, EMBEDDING, DROPOUT, BUNDLE = "tiny-last-1.onnx", "tiny-embedding-last-1.onnx", "tiny-dropout-last-1.onnx", "tiny-last-1.pt"
 
 
-def tiny_spec(project: Path, interface: dict | None = None, architecture: dict | None = None) -> RunSpec:
+def tiny_spec(project: Path, interface: dict | None = None, architecture: dict | None = None,
+              training: dict | None = None) -> RunSpec:
     config = tiny_train_config(project_root=str(project))
+    config["global_training"].update(training or {})
     config["model"]["interface"].update(interface or {})
     config["model"]["backbone"]["architecture"].update({"num_layers": 2, **(architecture or {})})
     config["dataset"]["part"]["metadata_config_path"] = str(METADATA)
@@ -34,9 +36,10 @@ def tiny_spec(project: Path, interface: dict | None = None, architecture: dict |
     return resolve(canonical_config(config), run_dir=project, cwd=REFERENCE_DIR)
 
 
-def export_all(project: Path, interface: dict | None = None, architecture: dict | None = None) -> RunSpec:
+def export_all(project: Path, interface: dict | None = None, architecture: dict | None = None,
+               training: dict | None = None) -> RunSpec:
     """One untrained tiny network, exported as generative, embedding and dropout ONNX and as a PT bundle under models/."""
-    spec = tiny_spec(project, interface, architecture)
+    spec = tiny_spec(project, interface, architecture, training)
     torch.manual_seed(0)
     network = build_network(spec).eval()
     models = project / "models"

@@ -64,13 +64,13 @@ def test_preprocess_train_with_override_and_infer(reference_project: Path):
     split = pq.read_table(project / "data" / "events-split2.parquet").to_pylist()
     windows = [row for row in split if row["inputCol"] == "event"]
     assert len(predictions) == len(windows)
-    assert list(predictions[0]) == ["sequenceId", "subsequenceId", "itemPosition", "event", "amount"]
+    assert list(predictions[0]) == ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition", "event", "amount"]
     id_map = json.loads((project / "configs" / "metadata_configs" / "events.json").read_text())["id_maps"]["event"]
     data_values = {value for value in id_map if not value.startswith("[")}
     raw_amounts = [float(r["amount"]) for r in csv.DictReader((project / "data" / "events.csv").open())]
     for prediction, window in zip(predictions, windows):
         assert int(prediction["sequenceId"]) == window["sequenceId"]
-        assert int(prediction["itemPosition"]) == window["startItemPosition"] + 17
+        assert int(prediction["itemPosition"]) == window["startItemPosition"] + 16  # the window's last item
         assert prediction["event"] in data_values
         assert min(raw_amounts) - 50 < float(prediction["amount"]) < max(raw_amounts) + 50
 

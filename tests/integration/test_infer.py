@@ -12,7 +12,7 @@ from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
 from sequifier.infer.codec import encode_values
 from infer_helpers import BUNDLE, DROPOUT, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
 
-IDENTIFIERS = ["sequenceId", "subsequenceId", "itemPosition"]
+IDENTIFIERS = ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition"]
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +37,11 @@ def test_onnx_and_pt_give_the_same_predictions_probabilities_and_embeddings(proj
     for name in IDENTIFIERS + ["event"]:
         np.testing.assert_array_equal(onnx_predictions[name], pt_predictions[name])
     np.testing.assert_allclose(onnx_predictions["amount"], pt_predictions["amount"], atol=1e-4, rtol=0)
-    assert list(onnx_probabilities) == IDENTIFIERS + [f"e{i:02d}" for i in range(12)]
+    assert list(onnx_probabilities) == IDENTIFIERS + ["[other]"] + [f"e{i:02d}" for i in range(12)]
     for name in onnx_probabilities:
         np.testing.assert_allclose(onnx_probabilities[name], pt_probabilities[name], atol=1e-5, rtol=0)
-    np.testing.assert_allclose(sum(onnx_probabilities[f"e{i:02d}"] for i in range(12)), 1.0, atol=1e-9)
+    classes = [name for name in onnx_probabilities if name not in IDENTIFIERS]
+    np.testing.assert_allclose(sum(onnx_probabilities[name] for name in classes), 1.0, atol=1e-9)
 
     infer(project, EMBEDDING, model_type="embedding")
     infer(project, BUNDLE, model_type="embedding")
@@ -54,41 +55,54 @@ def test_onnx_and_pt_give_the_same_predictions_probabilities_and_embeddings(proj
 def test_predictions_decode_to_values_of_the_id_map_and_plausible_reals(project: Path):
     infer(project, GENERATIVE, write_format="parquet")
     predictions = _columns(outputs(project, "predictions", GENERATIVE))
-    assert set(predictions["event"]) <= {f"e{i:02d}" for i in range(12)}
+    assert set(predictions["event"]) <= {"[other]"} | {f"e{i:02d}" for i in range(12)}
     stored = load_split(SPLIT, ["event"], {"event"})
-    np.testing.assert_array_equal(predictions["itemPosition"], stored.start_item_positions + 17)
+    np.testing.assert_array_equal(predictions["itemPosition"], stored.start_item_positions + 16)  # the window's last item
     infer(project, GENERATIVE, decode_categories=False)
     ids = _columns(outputs(project, "predictions", GENERATIVE))["event"]
-    assert ids.dtype.kind == "i" and set(ids) <= set(range(3, 15))
+    assert ids.dtype.kind == "i" and set(ids) <= {1} | set(range(3, 15))
 
 
-def _shifted(stored: StoredWindows, new: dict[str, np.ndarray]) -> StoredWindows:
-    """The windows one item later, `new` ([windows] model values per column) as their newest item."""
-    columns = {c: np.concatenate([v[:, 1:], new[c][:, None]], axis=1) for c, v in stored.columns.items()}
-    return StoredWindows(columns, stored.sequence_ids, stored.subsequence_ids, stored.start_item_positions + 1, np.maximum(stored.left_pad_lengths - 1, 0),
-                         stored.split_start_item_positions, stored.split_end_item_positions + 1)
+def _extended(stored: StoredWindows, newest: dict[str, np.ndarray]) -> StoredWindows:
+    """The windows one item later: `newest` ([windows] model values per column) as their last item, inside the split."""
+    columns = {c: np.concatenate([v[:, 1:], newest[c][:, None]], axis=1) for c, v in stored.columns.items()}
+    return StoredWindows(columns, stored.sequence_ids, stored.subsequence_ids, stored.start_item_positions + 1,
+                         np.maximum(stored.left_pad_lengths - 1, 0), stored.split_start_item_positions,
+                         stored.split_end_item_positions + 1)
 
 
 def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_path: Path):
+    """Generation reads each window's newest items and labels its steps as the items after the window.
+
+    A single-step run predicts a window's last item from the items before it, so step s equals a single step over the
+    window extended by hand with the s-1 generated items and a placeholder for the item predicted.
+    """
     spec = export_all(tmp_path, interface={"input_columns": ["event", "amount"], "target_columns": ["event", "amount"],
-                                           "ingestion": {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "amount": 8}}})
+                                           "ingestion": {"type": "embedding", "output_dim": 16,
+                                                         "feature_embedding_dims": {"event": 8, "amount": 8}}})
     steps = 3
     infer(tmp_path, GENERATIVE, autoregressive=True, generation_steps=steps)
     generated = _columns(outputs(tmp_path, "predictions", GENERATIVE))
     stored = load_split(SPLIT, ["event", "amount"], {"event"})
     assert len(generated["event"]) == steps * len(stored)
+    width = stored.columns["event"].shape[1]
+    np.testing.assert_array_equal(generated["itemPosition"][::steps], stored.start_item_positions + width)
+    np.testing.assert_array_equal(generated["windowStartOffset"], width - 8)
     contract_columns = {"event": {"kind": "categorical", "id_map": spec.metadata.id_maps["event"]},
                         "amount": {"kind": "real", "statistics": spec.metadata.selected_columns_statistics["amount"]}}
+    placeholder = {"event": np.zeros(len(stored), dtype=np.int64), "amount": np.zeros(len(stored))}
     for step in range(steps):
+        extended = _extended(stored, placeholder)
         data = tmp_path / "data" / f"step{step}.parquet"
-        write_split_parquet(data, stored, ["event", "amount"])
+        write_split_parquet(data, extended, ["event", "amount"])
         infer(tmp_path, GENERATIVE, data_path=data)
         single = _columns(outputs(tmp_path, "predictions", GENERATIVE))
         rows = slice(step, None, steps)
-        for name in IDENTIFIERS + ["event"]:
+        for name in ("sequenceId", "subsequenceId", "itemPosition", "event"):
             np.testing.assert_array_equal(generated[name][rows], single[name], err_msg=f"step {step + 1}: {name}")
         np.testing.assert_allclose(generated["amount"][rows], single["amount"], atol=1e-4, rtol=0)
-        stored = _shifted(stored, {c: encode_values(single[c], contract_columns[c], spec.metadata.special_token_ids) for c in ("event", "amount")})
+        chosen = {c: encode_values(single[c], contract_columns[c], spec.metadata.special_token_ids) for c in ("event", "amount")}
+        stored = _extended(stored, chosen)
 
 
 def _amounts(project: Path, model: str, **fields) -> np.ndarray:

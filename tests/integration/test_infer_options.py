@@ -84,6 +84,11 @@ def test_several_models_and_a_glob_that_picks_the_newest(project: Path):
     ({"target_offset": 2}, "target_offset: config says 2"),
     ({"model_type": "embedding"}, "model_type: is 'embedding', but tiny-last-1.onnx was exported with model type 'generative'"),
     ({"autoregressive": True, "generation_steps": 2}, "autoregressive: needs the input columns to be the targets"),
+    ({"model_interface": "other"},
+     "model_interface: config says 'other', but tiny-last-1.onnx was exported with 'default'"),
+    ({"column_data_types": {"event": "Float64", "channel": "Int64", "amount": "Float64"}},
+     "column_data_types: config says {'event': 'Float64', 'channel': 'Int64', 'amount': 'Float64'}, but tiny-last-1.onnx "
+     "was exported with {'event': 'Int64', 'channel': 'Int64', 'amount': 'Float64'}"),
 ])
 def test_explicit_values_that_disagree_with_the_contract_name_field_and_both_values(project: Path, fields: dict, message: str):
     with pytest.raises(UserError) as caught:
@@ -93,7 +98,10 @@ def test_explicit_values_that_disagree_with_the_contract_name_field_and_both_val
 
 def test_agreeing_explicit_values_and_extra_data_columns_pass(project: Path):
     infer(project, GENERATIVE, context_length=8, input_columns=["amount", "event", "channel"], categorical_columns=["event", "channel", "unused"],
-          real_columns=["amount", "delay"], prediction_length=1)
+          real_columns=["amount", "delay"], prediction_length=1, training_objective="causal", model_interface="default",
+          target_column_types={"event": "categorical", "amount": "real"},
+          column_data_types={"event": "Int64", "channel": "Int64", "amount": "Float64", "delay": "Float64"})
+    infer(project, GENERATIVE, categorical_columns=["event"], real_columns=[])  # kinds may leave columns out, as in 3.x
 
 
 def test_metadata_with_other_categories_or_statistics_is_refused(project: Path):

@@ -37,6 +37,6 @@ def test_onnx_matches_torch_on_padded_and_unpadded_windows(reference_project: Pa
         with torch.no_grad():
             torch_outputs = network(spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding))
         for target in spec.interface.target_columns:
-            difference = np.abs(onnx_outputs[target] - torch_outputs[target].numpy()).max()
+            difference = np.abs(onnx_outputs[target] - torch_outputs[target][:, -1:].numpy()).max()
             assert difference <= 1e-4, (split, target, difference)
     assert paddings[0].max() == 0 and paddings[1].min() > 0

@@ -20,7 +20,7 @@ from sequifier.data.preprocess.outputs import MergedSplitWriter, OutputForm
 from sequifier.data.preprocess.parallel import run_tasks
 from sequifier.data.preprocess.progress import Progress, log
 from sequifier.data.preprocess.reuse import ReusedMeaning, load_reused
-from sequifier.data.preprocess.scan import ScanResult, scan
+from sequifier.data.preprocess.scan import DistinctValues, ScanResult, scan
 from sequifier.data.preprocess.sources import InputSource, open_source
 from sequifier.data.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.data.preprocess.staging import Staging, terminate_as_exit
@@ -47,7 +47,7 @@ def _seed(config: PreprocessConfig) -> int:
 def _split_policy(config: PreprocessConfig, source: InputSource, scanned: ScanResult, seed: int) -> SplitPolicy:
     policy = SplitPolicy(method=config.split_method, ratios=tuple(config.split_ratios), split_column=config.split_column)
     if config.split_method == "between_sequence":
-        splits = sequence_splits(scanned.sequence_ids.shape[0], policy.ratios, seed)
+        splits = sequence_splits(scanned.sequence_ids, policy.ratios, seed)
         return replace(policy, sequence_ids=scanned.sequence_ids, sequence_splits=splits)
     if config.split_method == "value_cutoff":
         arrow_type = source.schema.field(config.split_column).type
@@ -55,14 +55,15 @@ def _split_policy(config: PreprocessConfig, source: InputSource, scanned: ScanRe
     return policy
 
 
-def _meanings(config: PreprocessConfig, columns: ColumnPlan, scanned: ScanResult,
+def _meanings(config: PreprocessConfig, columns: ColumnPlan, fitted_values: dict[str, pa.Array],
               reused: Optional[ReusedMeaning]) -> dict[str, CategoricalMeaning]:
+    """Id map per categorical column; one built from the data holds the values of the rows used for fitting."""
     meanings = {}
     for name in columns.categorical:
         earlier = None
         if reused is not None:
             earlier = CategoricalMeaning(reused.metadata.id_maps[name], reused.metadata.n_classes[name])
-        meanings[name] = column_meaning(name, scanned.values[name], Path(config.project_root), earlier)
+        meanings[name] = column_meaning(name, fitted_values[name], Path(config.project_root), earlier)
     return meanings
 
 
@@ -74,17 +75,24 @@ def _check_static_maps(config: PreprocessConfig, columns: ColumnPlan) -> None:
             raise UserError(name, f"is a real column, but {path} gives it an id map (list it in categorical_columns)")
 
 
-def _fit(shared: SharedWork, groups: list[Group], config: PreprocessConfig, reused: Optional[ReusedMeaning]) -> dict:
-    """Statistics per real column: reused ones, else fitted (the pass also checks for duplicate positions)."""
+def _fit(shared: SharedWork, groups: list[Group], config: PreprocessConfig, scanned: ScanResult,
+         reused: Optional[ReusedMeaning]) -> tuple[dict, dict[str, pa.Array]]:
+    """Statistics per real column (reused ones, else fitted), and per categorical column the sorted distinct values
+    of the rows used for fitting. The pass also checks for duplicate positions.
+    """
     progress = Progress("fit", sum(g.rows for g in groups))
     totals = {name: Moments() for name in shared.columns.real}
-    for group, moments in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
-        totals = {name: totals[name].merged(moments[name]) for name in totals}
+    distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
+    for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
+        totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
+        for name, values in fit.values.items():
+            distinct[name].add(values)
         progress.advance(group.rows)
+    fitted_values = {name: values.result() for name, values in distinct.items()}
     if reused is not None:
         known = reused.metadata.selected_columns_statistics
-        return {name: dict(known[name]) for name in totals if name in known}
-    return {name: statistics_of(name, moments) for name, moments in totals.items()}
+        return {name: dict(known[name]) for name in totals if name in known}, fitted_values
+    return {name: statistics_of(name, moments) for name, moments in totals.items()}, fitted_values
 
 
 def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) -> list[list[dict]]:
@@ -142,7 +150,6 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     if scanned.rows == 0:
         raise UserError(str(config.preprocessing_data_path), "the input has no rows")
     log(f"read {scanned.rows} rows, {scanned.sequence_ids.shape[0]} sequences from {config.preprocessing_data_path}")
-    meanings = _meanings(config, columns, scanned, reused)
     normalize = reused.metadata.normalize_real_columns if reused is not None else config.normalize_real_columns
     form = OutputForm(
         write_format=config.write_format, merged=config.merge_output, data_name=config.data_name, stage=staging.outputs,
@@ -150,15 +157,17 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     )
     shared = SharedWork(
         columns=columns, split=_split_policy(config, source, scanned, seed), fit_on_all_data=config.normalize_on_all_data,
-        codes={name: codes_for(scanned.values[name], meaning) for name, meaning in meanings.items()},
-        statistics={}, normalize=normalize, window_length=config.window_length, stride=config.effective_window_stride,
-        output=form,
+        codes={}, statistics={}, normalize=normalize, window_length=config.window_length,
+        stride=config.effective_window_stride, output=form,
     )
     min_groups = config.n_cores * (1 if config.merge_output else (config.batches_per_file or 1))
     bounds = plan_groups(scanned.sequence_lengths, min_groups)
     groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total))
     pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
-    shared = replace(shared, statistics=_fit(shared, groups, config, reused))
+    statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
+    meanings = _meanings(config, columns, fitted_values, reused)
+    codes = {name: codes_for(scanned.values[name], meaning) for name, meaning in meanings.items()}
+    shared = replace(shared, statistics=statistics, codes=codes)
     entries = _write(shared, groups, config)
     metadata = _metadata(config, form, columns, meanings, shared.statistics, normalize, seed)
     moves = []

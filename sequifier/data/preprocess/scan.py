@@ -57,7 +57,7 @@ class _SequenceCounts:
         return self.ids[0], self.counts[0]
 
 
-class _DistinctValues:
+class DistinctValues:
     """Distinct values of one column, from per-batch distinct values folded together now and then."""
 
     def __init__(self, arrow_type: pa.DataType) -> None:
@@ -86,7 +86,7 @@ class _DistinctValues:
 def scan(source: InputSource, columns: ColumnPlan, progress: Progress) -> ScanResult:
     """Read every row once; raises UserError for the first bad identifier, real value or split value."""
     counts = _SequenceCounts()
-    values = {name: _DistinctValues(source.schema.field(name).type) for name in columns.categorical}
+    values = {name: DistinctValues(source.schema.field(name).type) for name in columns.categorical}
     rows = 0
     for batch in iter_batches(source, columns.read_columns):
         sequence_ids = identifier_values(batch, "sequenceId")

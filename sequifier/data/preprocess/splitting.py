@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any, Optional
 
@@ -32,21 +33,47 @@ class SplitPolicy:
 def split_bounds(lengths: np.ndarray, split_ratios: tuple[float, ...]) -> np.ndarray:
     """[n_sequences, n_splits + 1] local item indices; split k holds items [b[k], b[k+1]).
 
-    Inner boundaries are floor(length * cumulative ratio), as in sequifier 3.x.
+    Every boundary, the last one included, is floor(length * cumulative ratio), the cumulative ratios summed
+    in float64 (as sequifier 3.x does). When they sum to just under 1 (0.7 + 0.2 + 0.1 is 0.9999999999999999)
+    the last boundary can fall short of the length: such trailing items belong to no split.
     """
-    cumulative = np.cumsum(np.asarray(split_ratios, dtype=np.float64))[:-1]
-    inner = np.floor(lengths[:, None] * cumulative[None, :]).astype(np.int64)
-    inner = np.minimum(inner, lengths[:, None])
+    cumulative = np.cumsum(np.asarray(split_ratios, dtype=np.float64))
+    bounds = np.floor(lengths[:, None].astype(np.float64) * cumulative[None, :]).astype(np.int64)
+    bounds = np.minimum(bounds, lengths[:, None])
     zeros = np.zeros((lengths.shape[0], 1), dtype=np.int64)
-    return np.concatenate([zeros, inner, lengths[:, None]], axis=1)
+    return np.concatenate([zeros, bounds], axis=1)
 
 
-def sequence_splits(n_sequences: int, ratios: tuple[float, ...], seed: int) -> np.ndarray:
-    """between_sequence: a seeded permutation of the sorted sequences; the first floor(n * cumulative ratio) go to split 0, etc."""
-    order = np.random.default_rng(seed).permutation(n_sequences)
-    cuts = np.floor(n_sequences * np.cumsum(np.asarray(ratios, dtype=np.float64))[:-1]).astype(np.int64)
-    splits = np.empty(n_sequences, dtype=np.int64)
-    splits[order] = np.searchsorted(cuts, np.arange(n_sequences), side="right")
+def sequence_draws(sequence_ids: np.ndarray, seed: int) -> np.ndarray:
+    """A number in [0, 1) per sequence: the first 8 bytes of sha256("<seed>:<sequenceId>") (big-endian) / 2**64."""
+    prefixes = b"".join(hashlib.sha256(f"{seed}:{i}".encode()).digest()[:8] for i in sequence_ids.tolist())
+    return np.frombuffer(prefixes, dtype=">u8").astype(np.float64) / 2.0**64
+
+
+def sequence_splits(sequence_ids: np.ndarray, ratios: tuple[float, ...], seed: int) -> np.ndarray:
+    """between_sequence: the split of each sequence, as sequifier 3.x assigns it.
+
+    A sequence goes to the split whose cumulative-ratio interval holds its draw (a draw equal to a boundary goes
+    to the later split). Then each empty split, in index order, takes from the split holding the most sequences
+    (ties: the larger ratio, then the lower index) that split's sequence with the highest draw.
+    """
+    n_splits = len(ratios)
+    if sequence_ids.shape[0] < n_splits:
+        raise UserError(
+            "split_ratios",
+            f"between_sequence needs at least as many sequences as splits; found {sequence_ids.shape[0]} sequences "
+            f"for {n_splits} splits",
+        )
+    draws = sequence_draws(sequence_ids, seed)
+    cumulative = np.cumsum(np.asarray(ratios, dtype=np.float64))[:-1]
+    splits = np.searchsorted(cumulative, draws, side="right").astype(np.int64)
+    counts = np.bincount(splits, minlength=n_splits)
+    for empty in np.flatnonzero(counts == 0):
+        donor = max(range(n_splits), key=lambda split: (counts[split], ratios[split], -split))
+        members = np.flatnonzero(splits == donor)
+        splits[members[np.argmax(draws[members])]] = empty
+        counts[donor] -= 1
+        counts[empty] += 1
     return splits
 
 
@@ -64,12 +91,12 @@ def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.Dat
 
 
 def row_splits(policy: SplitPolicy, group: SortedGroup) -> np.ndarray:
-    """Split index of every row of the sorted group."""
+    """Split index of every row of the sorted group; n_splits for a row in no split."""
     if policy.method == "within_sequence":
         bounds = split_bounds(group.lengths, policy.ratios)
         sequence_of_row = np.repeat(np.arange(group.lengths.shape[0]), group.lengths)
         local = np.arange(group.sequence_ids.shape[0], dtype=np.int64) - group.starts[sequence_of_row]
-        return (local[:, None] >= bounds[sequence_of_row, 1:-1]).sum(axis=1).astype(np.int64)
+        return (local[:, None] >= bounds[sequence_of_row, 1:]).sum(axis=1).astype(np.int64)
     if policy.method == "between_sequence":
         index = np.searchsorted(policy.sequence_ids, group.sequence_ids[group.starts])
         return np.repeat(policy.sequence_splits[index], group.lengths)

@@ -1,10 +1,12 @@
-"""Per-group work run in worker processes: fitting normalization moments, and encoding + windowing + writing."""
+"""Per-group work run in worker processes: fitting (moments, vocabularies), and encoding + windowing + writing."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from sequifier.data.metadata import normalize_values
 from sequifier.data.preprocess.columns import ColumnPlan
@@ -44,16 +46,32 @@ def _real_values(group: SortedGroup, name: str) -> np.ndarray:
     return group.table.column(name).to_numpy().astype(np.float64, copy=False)
 
 
-def fit_group(shared: SharedWork, group: Group) -> dict[str, Moments]:
-    """Moments of each real column over the group's rows used for fitting (split 0, or all)."""
-    wanted = [*shared.columns.real, *([shared.split.split_column] if shared.split.split_column else [])]
+@dataclass(frozen=True)
+class GroupFit:
+    """One group's share of the fit: moments per real column, distinct values per categorical column."""
+
+    moments: dict[str, Moments]
+    values: dict[str, pa.Array]
+
+
+def fit_group(shared: SharedWork, group: Group) -> GroupFit:
+    """Moments of the real columns and distinct values of the categorical ones over the rows used for fitting.
+
+    Those are the rows of split 0, or all rows (including any in no split) with normalize_on_all_data, as in 3.x.
+    """
+    columns = shared.columns
+    wanted = list(dict.fromkeys([*columns.real, *columns.categorical, *filter(None, [shared.split.split_column])]))
     loaded = load_sorted(group, wanted)
     fit_rows = None if shared.fit_on_all_data else row_splits(shared.split, loaded) == 0
     moments = {}
-    for name in shared.columns.real:
+    for name in columns.real:
         values = _real_values(loaded, name)
         moments[name] = Moments.of(values if fit_rows is None else values[fit_rows])
-    return moments
+    distinct = {}
+    for name in columns.categorical:
+        column = loaded.table.column(name)
+        distinct[name] = pc.unique(column if fit_rows is None else column.filter(pa.array(fit_rows)))
+    return GroupFit(moments, distinct)
 
 
 def _encoded(shared: SharedWork, group: SortedGroup) -> dict[str, np.ndarray]:

@@ -12,10 +12,11 @@ def window_offsets(
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(part index, index within part, first slot's offset from the part start) of every window.
 
-    A part of L > W items gets n = ceil((L - W) / stride) + 1 windows whose starts are
-    spread evenly from 0 to L - W: start_j = floor(j * (L - W) / (n - 1)), so
-    consecutive starts are at most `stride` apart and the last window ends at the
-    part end. A part of L <= W items gets one window, left-padded (offset L - W <= 0).
+    A part of L > W items gets n = ceil((L - W) / stride) + 1 windows whose starts are spread evenly
+    from 0 to L - W as sequifier 3.x places them: numpy.linspace(0, L - W, n) truncated, that is
+    start_j = floor(j * ((L - W) / (n - 1))) in float64 and the last start exactly L - W. Consecutive
+    starts are at most `stride` apart and the last window ends at the part end. A part of L <= W items
+    gets one window, left-padded (offset L - W <= 0).
     """
     lengths = part_lengths.astype(np.int64)
     overhang = np.maximum(lengths - window_length, 0)
@@ -23,8 +24,9 @@ def window_offsets(
     part_index = np.repeat(np.arange(lengths.shape[0]), counts)
     first_window = np.cumsum(counts) - counts
     window_index = np.arange(part_index.shape[0], dtype=np.int64) - first_window[part_index]
-    gaps = np.maximum(counts[part_index] - 1, 1)
-    spread = window_index * overhang[part_index] // gaps
+    last_index = counts[part_index] - 1
+    step = overhang[part_index] / np.maximum(last_index, 1)
+    spread = np.where(window_index == last_index, overhang[part_index], np.floor(window_index * step).astype(np.int64))
     offsets = np.where(lengths[part_index] > window_length, spread, lengths[part_index] - window_length)
     return part_index, window_index, offsets
 

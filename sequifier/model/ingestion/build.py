@@ -26,20 +26,26 @@ class Built:
 
 @dataclass(frozen=True)
 class NodeContext:
-    """Where a node sits: its config path, seed scope and the initialization policy it inherits."""
+    """Where a node sits: its config path, seed scope, the initialization policy it inherits,
+    and the rows of the per-feature position tables its leaves hold (0: none)."""
 
     path: str
     scope: SeedScope
     policy: Policy
     done: set[int]
+    position_rows: int
 
 
 def build_ingestion(node: IngestionConfig, columns: dict[str, ColumnSpec], input_columns: tuple[str, ...], root_width: int,
-                    path: str, inherited: Policy, done: set[int]) -> tuple[Built, NodeContext]:
-    """The root ingestion (width: output_dim, or the backbone input width) and its context."""
+                    path: str, inherited: Policy, done: set[int], position_rows: int) -> tuple[Built, NodeContext]:
+    """The root ingestion (width: output_dim, or the backbone input width) and its context.
+
+    `position_rows`: rows of each leaf column's learned position table, 0 when positions are not per feature.
+    """
     width = node.output_dim or root_width
     read = node.columns or tuple(c for c in input_columns if c not in (node.auxiliary_input_columns or ()))
-    context = NodeContext(path, SeedScope().child("", node.initialization_seed), extend_policy(inherited, node.initialization, path), done)
+    scope = SeedScope().child("", node.initialization_seed)
+    context = NodeContext(path, scope, extend_policy(inherited, node.initialization, path), done, position_rows)
     return BUILDERS[node.type](node, columns, read, width, context), context
 
 
@@ -55,7 +61,7 @@ def _build_embedding(node: IngestionConfig, columns: dict[str, ColumnSpec], read
     specs = [columns[c] for c in read]
     widths = feature_widths(specs, width, node.feature_embedding_dims, context.path)
     with context.scope.constructing():
-        module = EmbeddingIngestion(specs, widths, width)
+        module = EmbeddingIngestion(specs, widths, width, context.position_rows, node.dropout)
     initialize_module(module, context.policy, context.scope.generator(), context.done)
     return Built(module, width)
 
@@ -64,7 +70,9 @@ def _build_composite(node: IngestionConfig, columns: dict[str, ColumnSpec], read
     branches, widths = {}, {}
     for name, child in (node.branches or {}).items():
         path = f"{context.path}.branches.{name}"
-        child_context = NodeContext(path, context.scope.child(name, child.initialization_seed), extend_policy(context.policy, child.initialization, path), context.done)
+        child_policy = extend_policy(context.policy, child.initialization, path)
+        child_scope = context.scope.child(name, child.initialization_seed)
+        child_context = NodeContext(path, child_scope, child_policy, context.done, context.position_rows)
         built = BUILDERS[child.type](child, columns, tuple(child.columns or ()), _node_width(child, path), child_context)
         branches[name], widths[name] = built.module, built.width
     with context.scope.constructing():

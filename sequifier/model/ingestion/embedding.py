@@ -1,6 +1,12 @@
-"""Embedding ingestion: one embedding per input column, concatenated, projected when widths differ."""
+"""Embedding ingestion: one embedding per input column, with per-feature positions, concatenated.
+
+A leaf branch: when temporal positions are per feature, each column's embedding gets its own
+learned position table here. The leaf's `dropout` applies to its output.
+"""
 
 from __future__ import annotations
+
+import math
 
 import torch
 from torch import Tensor, nn
@@ -9,9 +15,16 @@ from sequifier.config.errors import UserError
 from sequifier.config.resolve import ColumnSpec
 from sequifier.model.parameters import tag
 
+MIN_CATEGORICAL_WIDTH = 2
 
-def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None, where: str) -> dict[str, int]:
-    """Width of each column's embedding: explicit, or output_dim shared evenly by homogeneous columns."""
+
+def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None,
+                   where: str) -> dict[str, int]:
+    """Width of each column's embedding: explicit, or output_dim shared by homogeneous columns.
+
+    Real columns share output_dim evenly (the first ones get the remainder); categorical columns
+    as `log_cardinality_widths` allocates it.
+    """
     names = [c.name for c in columns]
     if explicit:
         missing = [n for n in names if n not in explicit]
@@ -22,32 +35,68 @@ def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[st
         if bad:
             raise UserError(f"{where}.feature_embedding_dims", f"widths must be positive, see {bad}")
         return {n: explicit[n] for n in names}
-    if len({c.kind for c in columns}) > 1:
-        raise UserError(f"{where}.feature_embedding_dims", "is required when categorical and real input columns are mixed")
+    kinds = {c.kind for c in columns}
+    if len(kinds) > 1:
+        raise UserError(f"{where}.feature_embedding_dims",
+                        "is required when categorical and real input columns are mixed")
+    if kinds == {"categorical"}:
+        return log_cardinality_widths(columns, output_dim, where)
     if output_dim < len(columns):
         raise UserError(f"{where}.output_dim", f"{output_dim} is narrower than the {len(columns)} input columns")
     base, extra = divmod(output_dim, len(columns))
     return {n: base + (1 if i < extra else 0) for i, n in enumerate(names)}
 
 
-class EmbeddingIngestion(nn.Module):
-    """Categorical ids through lookup tables, reals through a linear map of the scalar."""
+def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, where: str) -> dict[str, int]:
+    """Categorical widths as sequifier 3.x allocates them: at least two each, the rest by log(cardinality).
 
-    def __init__(self, columns: list[ColumnSpec], widths: dict[str, int], output_dim: int):
+    The spare width is shared in proportion to each column's log(n_classes), rounded down; the
+    positions left over go to the largest fractional remainders (ties in column order).
+    """
+    floor_width = MIN_CATEGORICAL_WIDTH * len(columns)
+    if output_dim < floor_width:
+        raise UserError(f"{where}.output_dim",
+                        f"{output_dim} must be at least twice the number of categorical input columns ({len(columns)})")
+    weights = [math.log(c.n_classes) for c in columns]
+    shares = [(output_dim - floor_width) * w / sum(weights) for w in weights]
+    widths = [MIN_CATEGORICAL_WIDTH + math.floor(s) for s in shares]
+    by_remainder = sorted(range(len(columns)), key=lambda i: (math.floor(shares[i]) - shares[i], i))
+    for i in by_remainder[: output_dim - sum(widths)]:
+        widths[i] += 1
+    return {c.name: w for c, w in zip(columns, widths)}
+
+
+class EmbeddingIngestion(nn.Module):
+    """Categorical ids through lookup tables, reals through a linear map of the scalar.
+
+    With `position_rows` > 0 each column adds its own learned position (one row per slot) to its
+    embedding. The concatenation is projected to `output_dim` when the widths differ, then dropped out.
+    """
+
+    def __init__(self, columns: list[ColumnSpec], widths: dict[str, int], output_dim: int, position_rows: int,
+                 dropout: float):
         super().__init__()
         self.column_names = [c.name for c in columns]
         self.embeddings = nn.ModuleDict()
+        self.positions = nn.ModuleDict()
         for column in columns:
             width = widths[column.name]
             embedding = nn.Embedding(column.n_classes, width) if column.kind == "categorical" else nn.Linear(1, width)
             self.embeddings[column.name] = tag(embedding, "embedding")
+            if position_rows:
+                self.positions[column.name] = tag(nn.Embedding(position_rows, width), "position")
         total = sum(widths.values())
-        self.output_projection = tag(nn.Linear(total, output_dim), "ingestion.output_projection") if total != output_dim else nn.Identity()
+        self.output_projection = (tag(nn.Linear(total, output_dim), "ingestion.output_projection")
+                                  if total != output_dim else nn.Identity())
+        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         parts = []
         for name in self.column_names:
             value = inputs[name]
             embedding = self.embeddings[name]
-            parts.append(embedding(value) if isinstance(embedding, nn.Embedding) else embedding(value.unsqueeze(-1)))
-        return self.output_projection(torch.cat(parts, dim=-1))
+            part = embedding(value) if isinstance(embedding, nn.Embedding) else embedding(value.unsqueeze(-1))
+            if name in self.positions:
+                part = part + self.positions[name].weight[: part.shape[1]]
+            parts.append(part)
+        return self.dropout(self.output_projection(torch.cat(parts, dim=-1)))

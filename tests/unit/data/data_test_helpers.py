@@ -1,4 +1,4 @@
-"""Helpers shared by the data-layer tests: the reference-v3 fixture, throwaway project folders, shard folders."""
+"""Helpers shared by the data-layer tests: the reference-v3 fixtures, throwaway project folders, shard folders."""
 
 from __future__ import annotations
 
@@ -7,11 +7,13 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pytest
 import yaml
 
 from conftest import REFERENCE_DIR
 from sequifier.data.stored import StoredWindows, load_split
 
+SPLITS_REFERENCE_DIR = REFERENCE_DIR.parent / "reference-v3-splits"
 COLUMNS = ["event", "channel", "amount", "delay"]
 CATEGORICAL = ["event", "channel"]
 IDENTIFIER_ATTRIBUTES = (
@@ -64,6 +66,39 @@ def assert_same_windows(actual: StoredWindows, expected: StoredWindows, atol: fl
 
 def read_json(path: Path) -> dict:
     return json.loads(Path(path).read_text())
+
+
+def assert_metadata_matches(actual: dict, expected: dict) -> None:
+    """Same keys in the same order and equal values; statistics to 1e-9."""
+    assert list(actual) == list(expected)
+    for key in expected:
+        if key != "selected_columns_statistics":
+            assert actual[key] == expected[key], key
+    for column, stats in expected["selected_columns_statistics"].items():
+        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
+
+
+def _pad_totals(entries: list[dict]) -> dict[str, int]:
+    totals: dict[str, int] = {}
+    for entry in entries:
+        for pad, count in entry["left_pad_length_histogram"].items():
+            totals[pad] = totals.get(pad, 0) + count
+    return totals
+
+
+def assert_folder_metadata_matches(folder: Path, expected: dict) -> None:
+    """A shard folder's metadata.json equals `expected`, except how the windows are spread over the shard files."""
+    actual = read_json(folder / "metadata.json")
+    assert list(actual) == list(expected)
+    assert_metadata_matches(
+        {key: value for key, value in actual.items() if key != "batch_files"},
+        {key: value for key, value in expected.items() if key != "batch_files"},
+    )
+    for entry in actual["batch_files"]:
+        assert list(entry) == ["path", "samples", "left_pad_length_histogram", "target_valid_from_histogram"]
+        assert (folder / entry["path"]).is_file()
+    assert sum(e["samples"] for e in actual["batch_files"]) == sum(e["samples"] for e in expected["batch_files"])
+    assert _pad_totals(actual["batch_files"]) == _pad_totals(expected["batch_files"])
 
 
 REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"

@@ -14,7 +14,8 @@ import torch
 
 import sequifier.data.preprocess.groups as groups_module
 from data_test_helpers import (
-    REFERENCE_DIR, assert_same_windows, load_sorted_split, make_project, read_json, reference_config,
+    REFERENCE_DIR, assert_folder_metadata_matches, assert_metadata_matches, assert_same_windows, load_sorted_split,
+    make_project, read_json, reference_config,
 )
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata, write_metadata
@@ -31,15 +32,6 @@ IDENTIFIERS = [
 ]
 REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 REFERENCE_PT_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events_pt.json"
-
-
-def assert_metadata_matches(actual: dict, expected: dict) -> None:
-    assert list(actual) == list(expected)
-    for key in expected:
-        if key != "selected_columns_statistics":
-            assert actual[key] == expected[key], key
-    for column, stats in expected["selected_columns_statistics"].items():
-        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
 
 
 @pytest.fixture(
@@ -108,26 +100,7 @@ def test_pt_metadata_matches_reference(pt_project):
 @pytest.mark.parametrize("split", [0, 1, 2])
 def test_pt_folder_metadata_matches_reference(pt_project, split):
     name = f"events_pt-split{split}"
-    actual = read_json(pt_project / "data" / name / "metadata.json")
-    expected = read_json(REFERENCE_DIR / "data" / name / "metadata.json")
-    assert list(actual) == list(expected)
-    for key in expected:
-        if key not in ("selected_columns_statistics", "batch_files"):
-            assert actual[key] == expected[key], key
-    for column, stats in expected["selected_columns_statistics"].items():
-        assert actual["selected_columns_statistics"][column] == pytest.approx(stats, abs=1e-9, rel=0)
-    for entry in actual["batch_files"]:
-        assert list(entry) == ["path", "samples", "left_pad_length_histogram", "target_valid_from_histogram"]
-        assert (pt_project / "data" / name / entry["path"]).is_file()
-    totals = {}
-    for entry in expected["batch_files"]:
-        for pad, count in entry["left_pad_length_histogram"].items():
-            totals[pad] = totals.get(pad, 0) + count
-    ours = {}
-    for entry in actual["batch_files"]:
-        for pad, count in entry["left_pad_length_histogram"].items():
-            ours[pad] = ours.get(pad, 0) + count
-    assert ours == totals
+    assert_folder_metadata_matches(pt_project / "data" / name, read_json(REFERENCE_DIR / "data" / name / "metadata.json"))
 
 
 @pytest.mark.parametrize("split", [0, 1, 2])

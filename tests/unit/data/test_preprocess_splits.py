@@ -8,9 +8,9 @@ import pyarrow.parquet as pq
 import pytest
 
 from data_test_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
-from sequifier.data.preprocess.splitting import sequence_splits
+from sequifier.config.errors import UserError
+from sequifier.data.preprocess.splitting import sequence_splits, split_bounds
 from sequifier.data.stored import load_split
-
 
 
 def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
@@ -26,7 +26,7 @@ def test_between_sequence_puts_each_sequence_in_one_split(tmp_path, monkeypatch)
     splits = split_windows(tmp_path, metadata)
     owners = [set(np.unique(w.sequence_ids).tolist()) for w in splits]
     assert sum(len(o) for o in owners) == 120 and set().union(*owners) == set(range(120))
-    assert [len(o) for o in owners] == [96, 12, 12]  # floor(120 * cumulative ratios)
+    assert [len(o) for o in owners] == [100, 13, 7]  # as sequifier 3.1.1.0 splits this data with seed 1010
     for windows in splits:  # a whole sequence: its split bounds are its first and last item
         lengths = windows.split_end_item_positions - windows.split_start_item_positions
         assert np.all(windows.split_start_item_positions == 0) and np.all(lengths >= 30)
@@ -41,10 +41,69 @@ def test_between_sequence_is_deterministic_for_the_seed(tmp_path, monkeypatch):
     assert set(first[1].sequence_ids.tolist()) != set(other[1].sequence_ids.tolist())
 
 
-def test_sequence_splits_follow_the_permutation():
-    splits = sequence_splits(10, (0.5, 0.3, 0.2), seed=3)
-    order = np.random.default_rng(3).permutation(10)
-    assert splits[order].tolist() == [0] * 5 + [1] * 3 + [2] * 2
+# Assignments sequifier 3.1.1.0 wrote for these ids, ratios and seeds (one sequence of 2 items per id).
+@pytest.mark.parametrize("ids, ratios, seed, expected", [
+    pytest.param(range(20), (0.5, 0.5), 7, [1, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 1], id="by-draw"),
+    pytest.param(range(100, 130), (0.1,) * 10, 7, [int(c) for c in "308115708241311960868205300102"],
+                 id="empty-split-9-takes-the-highest-draw-of-split-0"),
+    pytest.param([154, 235, 308, 329, 416, 426, 435], (0.16, 0.03, 0.81), 6925, [2, 2, 1, 2, 0, 2, 2],
+                 id="largest-split-donates"),
+    pytest.param([154, 224, 226, 480], (0.46, 0.05, 0.09, 0.4), 2644, [1, 2, 0, 3], id="empty-splits-in-order"),
+    pytest.param([149, 301, 406, 470], (0.4, 0.25, 0.27, 0.08), 3858, [0, 1, 3, 2], id="count-tie-larger-ratio"),
+    pytest.param([169, 235, 446, 797, 798], (0.25,) * 4, 3, [0, 3, 1, 3, 2], id="full-tie-lower-index"),
+    pytest.param([0, 1, 2], (0.5, 0.3, 0.2), 7, [0, 2, 1], id="as-many-sequences-as-splits"),
+    pytest.param(range(-20, 20), (0.5, 0.5), 11, [int(c) for c in "0110011011101011000110001000010011000011"],
+                 id="negative-ids"),
+])
+def test_sequence_splits_match_3x(ids, ratios, seed, expected):
+    assert sequence_splits(np.array(list(ids), dtype=np.int64), ratios, seed).tolist() == expected
+
+
+def test_draw_on_a_boundary_goes_to_the_later_split():
+    # 0.8534944110116185 is the draw of sequence 5 for seed 7; 3.x put sequence 5 in split 1 with it as first ratio
+    splits = sequence_splits(np.arange(40), (0.8534944110116185, 1 - 0.8534944110116185), 7)
+    assert splits[5] == 1
+
+
+def test_draw_uses_the_first_8_bytes_of_the_hash():
+    # for sequence 1013 (seed 7), 8 bytes give 0.2256006409755016 but the whole hash 0.22560064097550162;
+    # 3.x put it in split 0 when the first ratio was the latter
+    ids = np.append(np.arange(40), 1013)
+    splits = sequence_splits(ids, (0.22560064097550162, 1 - 0.22560064097550162), 7)
+    assert splits[-1] == 0
+
+
+def test_between_sequence_needs_a_sequence_per_split():
+    with pytest.raises(UserError, match="found 2 sequences for 3 splits"):
+        sequence_splits(np.array([4, 9]), (0.8, 0.1, 0.1), 1010)
+
+
+# Bounds sequifier 3.1.1.0 used for sequences of 1..10 items: floor(L * c) for every cumulative ratio c, in float64.
+# 0.7 + 0.2 = 0.8999999999999999 and 0.7 + 0.2 + 0.1 = 0.9999999999999999, so the last item of such a sequence
+# is in no split, and 10 * 0.8999999999999999 = 9.0 while 7 * 0.7 = 4.8999999999999995.
+@pytest.mark.parametrize("ratios, expected", [
+    ((0.7, 0.2, 0.1), [[0, 0, 0, 0], [0, 1, 1, 1], [0, 2, 2, 2], [0, 2, 3, 3], [0, 3, 4, 4], [0, 4, 5, 5],
+                       [0, 4, 6, 6], [0, 5, 7, 7], [0, 6, 8, 8], [0, 7, 9, 9]]),
+    ((0.5, 0.3, 0.2), [[0, 0, 0, 1], [0, 1, 1, 2], [0, 1, 2, 3], [0, 2, 3, 4], [0, 2, 4, 5], [0, 3, 4, 6],
+                       [0, 3, 5, 7], [0, 4, 6, 8], [0, 4, 7, 9], [0, 5, 8, 10]]),
+    ((0.25,) * 4, [[0, 0, 0, 0, 1], [0, 0, 1, 1, 2], [0, 0, 1, 2, 3], [0, 1, 2, 3, 4], [0, 1, 2, 3, 5],
+                   [0, 1, 3, 4, 6], [0, 1, 3, 5, 7], [0, 2, 4, 6, 8], [0, 2, 4, 6, 9], [0, 2, 5, 7, 10]]),
+])
+def test_split_bounds_of_short_sequences(ratios, expected):
+    assert split_bounds(np.arange(1, 11), ratios).tolist() == expected
+
+
+def test_items_past_the_last_bound_are_in_no_split(tmp_path, monkeypatch):
+    """One sequence of 10 items at 0.7/0.2/0.1: split 0 holds 0..6, split 1 7..8, split 2 nothing, item 9 no split."""
+    table = pa.table({"sequenceId": np.zeros(10, dtype=np.int64), "itemPosition": np.arange(10), "x": np.arange(10.0)})
+    data = tmp_path / "one.parquet"
+    pq.write_table(table, data)
+    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=["x"], window_length=2,
+                          split_ratios=[0.7, 0.2, 0.1], normalize_real_columns=False)
+    first, second, third = split_windows(tmp_path / "p", metadata, columns=("x",))
+    assert set(zip(first.split_start_item_positions.tolist(), first.split_end_item_positions.tolist())) == {(0, 7)}
+    assert second.columns["x"].tolist() == [[7.0, 8.0]]
+    assert len(third) == 0
 
 
 def cutoff_table() -> pa.Table:
@@ -112,3 +171,23 @@ def test_statistics_are_fitted_on_split_zero(method, tmp_path, monkeypatch):
     stats = metadata["selected_columns_statistics"]["amount"]
     assert stats["mean"] == pytest.approx(fit.mean(), abs=1e-9)
     assert stats["std"] == pytest.approx(fit.std(ddof=1), abs=1e-9)
+
+
+@pytest.mark.parametrize("all_data, id_map, split_one_codes, fitted_amounts", [
+    (False, {"a": 3, "[unknown]": 0, "[other]": 1}, [[1, 1]], 7),
+    (True, {"a": 3, "b": 4, "c": 5, "q": 6, "[unknown]": 0, "[other]": 1}, [[4, 5]], 10),
+])
+def test_categorical_values_are_fitted_on_the_same_rows_as_statistics(all_data, id_map, split_one_codes, fitted_amounts,
+                                                                       tmp_path, monkeypatch):
+    """As in 3.x: id maps hold the values of split 0 (others become [other]), or with normalize_on_all_data the values
+    of every row, even of the last item that 0.7/0.2/0.1 leaves in no split."""
+    amount = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 1000], dtype=np.float64)
+    table = pa.table({"sequenceId": np.zeros(10, dtype=np.int64), "itemPosition": np.arange(10),
+                      "event": list("aaaaaaabcq"), "amount": amount})
+    data = tmp_path / "one.parquet"
+    pq.write_table(table, data)
+    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=["event", "amount"],
+                          window_length=2, split_ratios=[0.7, 0.2, 0.1], normalize_on_all_data=all_data)
+    assert metadata["id_maps"]["event"] == id_map and metadata["n_classes"]["event"] == len(id_map) + 1
+    assert split_windows(tmp_path / "p", metadata)[1].columns["event"].tolist() == split_one_codes
+    assert metadata["selected_columns_statistics"]["amount"]["mean"] == pytest.approx(amount[:fitted_amounts].mean())

@@ -1,4 +1,4 @@
-"""Window placement rules inferred from the reference-v3 fixture."""
+"""Window placement rules inferred from the reference-v3 fixture and from sequifier 3.x runs."""
 
 from __future__ import annotations
 
@@ -19,6 +19,9 @@ from sequifier.data.preprocess.windows import window_offsets
         (17, 17, 17, [0]),
         (3, 17, 17, [-14]),  # short part: one window, 14 padding slots
         (0, 17, 17, []),
+        # 3.x (numpy.linspace(0, 126, 27) truncated): 13 * (126 / 26) is 62.99999999999999 in float64, so 62, not 63
+        (129, 3, 5, [0, 4, 9, 14, 19, 24, 29, 33, 38, 43, 48, 53, 58, 62, 67, 72, 77, 82, 87, 92, 96, 101, 106, 111, 116,
+                     121, 126]),
     ],
 )
 def test_offsets(length, window, stride, expected):

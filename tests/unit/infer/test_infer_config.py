@@ -8,7 +8,7 @@ import pytest
 
 from conftest import write_yaml
 from sequifier.config.errors import UserError
-from sequifier.config.infer import load_infer_config
+from sequifier.config.infer import load_infer_config, metadata_path_of_preprocessing, notices
 
 MINIMAL = {"model_path": "models/m.onnx", "data_path": "data/split.parquet"}
 
@@ -41,8 +41,11 @@ def test_several_models_and_command_line_seeds(tmp_path: Path):
     ({"model_type": "embedding", "output_probabilities": True}, "output_probabilities", "generative"),
     ({"model_type": "embedding", "autoregressive": True, "generation_steps": 2}, "autoregressive", "generative"),
     ({"inference_batch_size": 0}, "inference_batch_size", "at least 1"),
-    ({"dataset": "x"}, "dataset", "training_config_path"),
     ({"data_path": None}, "data_path", "metadata_config_path"),
+    ({"window_stride": 0}, "window_stride", "at least 1"),
+    ({"window_stride": 2, "autoregressive": True, "generation_steps": 2}, "window_stride", "single-step"),
+    ({"prediction_alignment_steps": 3}, "prediction_alignment_steps", "only 1"),
+    ({"device": "tpu"}, "device", "not allowed"),
     ({"model_path": None}, "model_path", "required"),
     ({"model_type": "generator"}, "model_type", "not allowed"),
     ({"read_format": "feather"}, "read_format", "not allowed"),
@@ -52,3 +55,30 @@ def test_refused_combinations_name_the_field(tmp_path: Path, fields: dict, where
     with pytest.raises(UserError) as caught:
         _load(tmp_path, **fields)
     assert where in str(caught.value) and message in str(caught.value)
+
+
+def test_fields_without_an_effect_are_accepted_with_a_notice(tmp_path: Path):
+    config = _load(tmp_path, deterministic=True, dataset="events", part="original")
+    assert notices(config) == [
+        "deterministic: ignored; inference here gives the same results for the same seed",
+        "dataset: ignored; it selects a part of training_config_path, which is not set",
+        "part: ignored; it selects a part of training_config_path, which is not set",
+    ]
+    assert notices(_load(tmp_path)) == []
+
+
+def test_preprocessing_data_path_names_the_metadata_preprocess_wrote(tmp_path: Path):
+    config = _load(tmp_path, data_path=None, preprocessing_data_path="data/events.csv")
+    expected = tmp_path / "configs" / "metadata_configs" / "events.json"
+    assert metadata_path_of_preprocessing(tmp_path, config.preprocessing_data_path) == expected
+    (tmp_path / "data" / "raw.d").mkdir(parents=True)
+    assert metadata_path_of_preprocessing(tmp_path, "data/raw.d").name == "raw.d.json"
+
+
+def test_additional_config_paths_are_merged_and_may_not_overlap(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_yaml(tmp_path / "configs" / "runtime.yaml", {"device": "cpu", "inference_batch_size": 4})
+    config = _load(tmp_path, additional_config_paths=["configs/runtime.yaml"])
+    assert (config.device, config.inference_batch_size) == ("cpu", 4)
+    with pytest.raises(UserError, match="inference_batch_size: is set by both"):
+        _load(tmp_path, additional_config_paths=["configs/runtime.yaml"], inference_batch_size=8)

@@ -35,5 +35,5 @@ def test_guide_model_builds_as_described(example: str, interface: str):
     modules = network.interfaces[interface]
     assert modules.ingestion.embeddings["event"].weight.shape == (15, 128)
     assert modules.decoder.prediction_length == 1
-    listed_special_tokens = 1 if interface == "event_prediction" else 0  # the canonical example lists 'other'
-    assert modules.decoder.heads["event"].out_features == 12 + listed_special_tokens
+    # 12 data values + [other]: listed by the canonical example, the default of the singleton one
+    assert modules.decoder.heads["event"].out_features == 13

@@ -75,7 +75,7 @@ def test_composite_tree_resolves_widths_and_projects_to_dim_model():
     assert interface.adapter.in_features == 24 and interface.adapter.out_features == 16
     inputs = {"event": torch.randint(3, 15, (2, 8)), "channel": torch.randint(3, 6, (2, 8)), "amount": torch.randn(2, 8)}
     outputs = network("default", inputs, None)
-    assert outputs["event"].shape == (2, 1, 12) and outputs["amount"].shape == (2, 1)
+    assert outputs["event"].shape == (2, 8, 13) and outputs["amount"].shape == (2, 8)  # 12 values + [other]
 
 
 def test_every_parameter_has_a_semantic_group():
@@ -135,13 +135,13 @@ def test_an_omitted_seed_follows_the_run_seed():
 
 def test_initialization_overrides_inherit_down_the_tree():
     config = composite_config()
-    config["model"]["backbone"]["initialization"] = {"attention.qkv": {"weight": {"method": "zeros"}, "bias": {"method": "ones"}}}
+    config["model"]["backbone"]["initialization"] = {"attention.qkv": {"weight": {"method": "zeros"}}, "feed_forward.up": {"bias": {"method": "ones"}}}
     ingestion = config["model"]["interface"]["ingestion"]
     ingestion["initialization"] = {"embedding": {"weight": {"method": "ones"}}, "merge": {"bias": {"method": "zeros"}}}
     ingestion["branches"]["nested"]["initialization"] = {"embedding": {"weight": {"method": "zeros"}}}
     weights = state(build(config))
     assert torch.all(weights["backbone.layers.0.attention.qkv.weight"] == 0)
-    assert torch.all(weights["backbone.layers.0.attention.qkv.bias"] == 1)
+    assert torch.all(weights["backbone.layers.0.feed_forward.up.bias"] == 1)
     branches = "interfaces.default.ingestion.branches"
     assert torch.all(weights[f"{branches}.categories.embeddings.event.weight"] == 1)
     assert torch.all(weights[f"{branches}.nested.branches.amount.embeddings.amount.weight"] == 0)
