@@ -133,13 +133,13 @@ def train_config(context_length: int, prediction_length: int, epochs: int, seed:
     }
 
 
-def infer_config(model_path: str, with_device: bool) -> dict:
-    config = {
-        "project_root": ".", "model_path": model_path, "data_path": "data/events-split2.parquet",
+def infer_config(model_path: str) -> dict:
+    """One infer.yaml both tools accept unchanged."""
+    return {
+        "project_root": ".", "model_path": model_path, "data_path": "data/events-split2.parquet", "device": "cpu",
         "model_type": "generative", "output_probabilities": True, "decode_categories": True,
         "inference_batch_size": 64, "write_format": "csv",
     }
-    return {**config, "device": "cpu"} if with_device else config
 
 
 def write_yaml(path: Path, config: dict) -> None:
@@ -226,7 +226,7 @@ def trained_scores(tool: str, project: Path, context: int, prediction: int, args
     write_yaml(project / "configs/train.yaml", train_config(context, prediction, args.epochs, args.seed))
     run_tool(args.tools[tool], project, "train", "--config-path", "configs/train.yaml")
     model_stem = f"compare-last-{args.epochs}"
-    write_yaml(project / "configs/infer.yaml", infer_config(f"models/{model_stem}.onnx", with_device=tool == "3.x"))
+    write_yaml(project / "configs/infer.yaml", infer_config(f"models/{model_stem}.onnx"))
     run_tool(args.tools[tool], project, "infer", "--config-path", "configs/infer.yaml")
     keys, classes, matrix = probabilities(project, model_stem)
     return len(keys), cross_entropies(keys, classes, matrix, truth)
