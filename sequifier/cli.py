@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _preprocess(args: argparse.Namespace) -> None:
     from sequifier.config.preprocess import load_preprocess_config
-    from sequifier.data.preprocess import run_preprocess
+    from sequifier.preprocess import run_preprocess
 
     columns = args.selected_columns.split(",") if args.selected_columns else None
     config = load_preprocess_config(args.config_path, data_path=args.data_path, selected_columns=columns, randomize=args.randomize)

@@ -11,7 +11,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
+from reference_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
 from sequifier.config.errors import UserError
 from sequifier.data.metadata import read_folder_metadata, read_metadata, write_folder_metadata
 from sequifier.data.stored import StoredWindows, load_split, write_split_parquet

@@ -13,19 +13,19 @@ import pyarrow as pa
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_folder_metadata, write_metadata
-from sequifier.data.preprocess.columns import ColumnPlan, plan_columns
-from sequifier.data.preprocess.groups import Group, partition, plan_groups
-from sequifier.data.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
-from sequifier.data.preprocess.outputs import MergedSplitWriter, OutputForm
-from sequifier.data.preprocess.parallel import run_tasks
-from sequifier.data.preprocess.progress import Progress, log
-from sequifier.data.preprocess.reuse import ReusedMeaning, load_reused
-from sequifier.data.preprocess.scan import DistinctValues, ScanResult, scan
-from sequifier.data.preprocess.sources import InputSource, open_source
-from sequifier.data.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
-from sequifier.data.preprocess.staging import Staging, terminate_as_exit
-from sequifier.data.preprocess.statistics import Moments, statistics_of
-from sequifier.data.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
+from sequifier.preprocess.columns import ColumnPlan, plan_columns
+from sequifier.preprocess.groups import Group, partition, plan_groups
+from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
+from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
+from sequifier.preprocess.parallel import run_tasks
+from sequifier.preprocess.progress import Progress, log
+from sequifier.preprocess.reuse import ReusedMeaning, load_reused
+from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
+from sequifier.preprocess.sources import InputSource, open_source
+from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
+from sequifier.preprocess.staging import Staging, terminate_as_exit
+from sequifier.preprocess.statistics import Moments, statistics_of
+from sequifier.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
 
 
 def metadata_path(config: PreprocessConfig) -> Path:

@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, reference_config
+from reference_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split

@@ -8,13 +8,13 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 import pytest
 
-import sequifier.data.preprocess.groups as groups_module
-import sequifier.data.preprocess.sources as sources_module
-from data_test_helpers import (
+import sequifier.preprocess.groups as groups_module
+import sequifier.preprocess.sources as sources_module
+from reference_helpers import (
     REFERENCE_DIR, assert_same_windows, load_sorted_split, make_project, read_json, reference_config,
 )
 from sequifier.config.preprocess import load_preprocess_config
-from sequifier.data.preprocess import run_preprocess
+from sequifier.preprocess import run_preprocess
 
 REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 
@@ -85,7 +85,7 @@ def test_groups_bound_the_rows_held_at_once(tmp_path, monkeypatch):
         seen.append(loaded.table.num_rows)
         return loaded
 
-    monkeypatch.setattr("sequifier.data.preprocess.tasks.load_sorted", recording_load)
+    monkeypatch.setattr("sequifier.preprocess.tasks.load_sorted", recording_load)
     monkeypatch.setattr(groups_module, "GROUP_ROWS", 500)
     (tmp_path / "data").mkdir()
     pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")

@@ -9,13 +9,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.data.metadata import normalize_values
-from sequifier.data.preprocess.columns import ColumnPlan
-from sequifier.data.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout
-from sequifier.data.preprocess.idmaps import CategoricalCodes
-from sequifier.data.preprocess.outputs import OutputForm, write_task_split
-from sequifier.data.preprocess.splitting import SplitPolicy, row_splits
-from sequifier.data.preprocess.statistics import Moments
-from sequifier.data.preprocess.windows import build_split_windows
+from sequifier.preprocess.columns import ColumnPlan
+from sequifier.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout
+from sequifier.preprocess.idmaps import CategoricalCodes
+from sequifier.preprocess.outputs import OutputForm, write_task_split
+from sequifier.preprocess.splitting import SplitPolicy, row_splits
+from sequifier.preprocess.statistics import Moments
+from sequifier.preprocess.windows import build_split_windows
 from sequifier.data.stored import StoredWindows, concat_windows
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from sequifier.data.preprocess.progress import Progress
+from sequifier.preprocess.progress import Progress
 
 
 class Clock:

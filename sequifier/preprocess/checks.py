@@ -7,7 +7,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.config.errors import UserError
-from sequifier.data.preprocess.sources import Batch
+from sequifier.preprocess.sources import Batch
 
 
 def _first_null(column: pa.Array) -> int:

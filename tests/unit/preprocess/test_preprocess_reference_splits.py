@@ -10,12 +10,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import (
+from reference_helpers import (
     SPLITS_REFERENCE_DIR, assert_folder_metadata_matches, assert_metadata_matches, assert_same_windows,
     load_sorted_split, read_json,
 )
 from sequifier.config.preprocess import load_preprocess_config
-from sequifier.data.preprocess import run_preprocess
+from sequifier.preprocess import run_preprocess
 
 # config -> (output name, split path suffix: merged file or shard folder)
 CONFIGS = {"a": ("events", ".parquet"), "b": ("events_b", ""), "c": ("events_c", "")}

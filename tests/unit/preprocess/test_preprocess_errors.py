@@ -14,13 +14,13 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-import sequifier.data.preprocess.outputs as outputs_module
-import sequifier.data.preprocess.run as run_module
-import sequifier.data.preprocess.staging as staging_module
-from data_test_helpers import REFERENCE_DIR
+import sequifier.preprocess.outputs as outputs_module
+import sequifier.preprocess.run as run_module
+import sequifier.preprocess.staging as staging_module
+from reference_helpers import REFERENCE_DIR
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
-from sequifier.data.preprocess import run_preprocess
+from sequifier.preprocess import run_preprocess
 
 CONFIG = "configs/preprocess.yaml"
 DATA = "data/events.parquet"
@@ -241,7 +241,7 @@ def test_interrupted_write_leaves_nothing_behind(form, tmp_path, monkeypatch):
             raise KeyboardInterrupt
         return real_write(*args)
 
-    monkeypatch.setattr("sequifier.data.preprocess.tasks.write_task_split", interrupted)
+    monkeypatch.setattr("sequifier.preprocess.tasks.write_task_split", interrupted)
     with pytest.raises(KeyboardInterrupt):
         run_preprocess(load_preprocess_config(config_path))
     assert leftovers(tmp_path, {DATA, CONFIG}) == []

@@ -8,10 +8,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sequifier.data.preprocess.checks import check_present, check_reals, identifier_values
-from sequifier.data.preprocess.columns import ColumnPlan
-from sequifier.data.preprocess.progress import Progress
-from sequifier.data.preprocess.sources import InputSource, iter_batches
+from sequifier.preprocess.checks import check_present, check_reals, identifier_values
+from sequifier.preprocess.columns import ColumnPlan
+from sequifier.preprocess.progress import Progress
+from sequifier.preprocess.sources import InputSource, iter_batches
 
 # Pending entries that trigger folding the per-batch results together (keeps memory to O(distinct values)).
 COMPACT_AT = 1 << 20

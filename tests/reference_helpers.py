@@ -1,4 +1,4 @@
-"""Helpers shared by the data-layer tests: the reference-v3 fixtures, throwaway project folders, shard folders."""
+"""Helpers shared by the preprocess and stored-window tests: the reference fixtures, throwaway projects, shard folders."""
 
 from __future__ import annotations
 
@@ -107,7 +107,7 @@ REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 def preprocess_reference(root: Path, monkeypatch, data_file: Path = REFERENCE_PARQUET, randomize: bool = False, **changes) -> Path:
     """Preprocess `data_file` in a project at `root` with the reference config plus `changes`; returns the metadata path."""
     from sequifier.config.preprocess import load_preprocess_config
-    from sequifier.data.preprocess import run_preprocess
+    from sequifier.preprocess import run_preprocess
 
     config = reference_config(preprocessing_data_path=f"data/{data_file.name}", **changes)
     config_path = make_project(root, data_file, config)

@@ -11,7 +11,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.config.errors import UserError
-from sequifier.data.preprocess.groups import SortedGroup
+from sequifier.preprocess.groups import SortedGroup
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sequifier.data.preprocess.windows import window_offsets
+from sequifier.preprocess.windows import window_offsets
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """Preprocess stage: raw event table -> stored windows per split + dataset metadata."""
 
-from sequifier.data.preprocess.run import run_preprocess
+from sequifier.preprocess.run import run_preprocess
 
 __all__ = ["run_preprocess"]

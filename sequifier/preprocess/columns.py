@@ -10,8 +10,8 @@ import pyarrow as pa
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.preprocess import ID_COLUMNS, PreprocessConfig
 from sequifier.data.metadata import CATEGORICAL_TYPE
-from sequifier.data.preprocess.reuse import ReusedMeaning
-from sequifier.data.preprocess.sources import InputSource
+from sequifier.preprocess.reuse import ReusedMeaning
+from sequifier.preprocess.sources import InputSource
 
 
 @dataclass(frozen=True)

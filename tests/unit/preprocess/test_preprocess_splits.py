@@ -7,9 +7,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from data_test_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
+from reference_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
 from sequifier.config.errors import UserError
-from sequifier.data.preprocess.splitting import sequence_splits, split_bounds
+from sequifier.preprocess.splitting import sequence_splits, split_bounds
 from sequifier.data.stored import load_split
 
 

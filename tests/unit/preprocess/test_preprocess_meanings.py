@@ -12,10 +12,10 @@ import pytest
 import torch
 import yaml
 
-from data_test_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, read_json, reference_config
+from reference_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, read_json, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import NORMALIZATION_EPSILON
-from sequifier.data.preprocess import run_preprocess
+from sequifier.preprocess import run_preprocess
 from sequifier.data.stored import load_split
 
 REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"

@@ -9,10 +9,10 @@ import numpy as np
 import pyarrow as pa
 
 from sequifier.config.errors import UserError
-from sequifier.data.preprocess.checks import identifier_values
-from sequifier.data.preprocess.columns import ColumnPlan
-from sequifier.data.preprocess.progress import Progress
-from sequifier.data.preprocess.sources import InputSource, iter_batches
+from sequifier.preprocess.checks import identifier_values
+from sequifier.preprocess.columns import ColumnPlan
+from sequifier.preprocess.progress import Progress
+from sequifier.preprocess.sources import InputSource, iter_batches
 
 # Rows per group: the unit of work and of peak memory. Groups grow beyond it only past MAX_GROUPS groups.
 GROUP_ROWS = 1 << 18

@@ -12,14 +12,14 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 
-import sequifier.data.preprocess.groups as groups_module
-from data_test_helpers import (
+import sequifier.preprocess.groups as groups_module
+from reference_helpers import (
     REFERENCE_DIR, assert_folder_metadata_matches, assert_metadata_matches, assert_same_windows, load_sorted_split,
     make_project, read_json, reference_config,
 )
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata, write_metadata
-from sequifier.data.preprocess import run_preprocess
+from sequifier.preprocess import run_preprocess
 
 IDENTIFIERS = [
     "sequenceId",
