@@ -73,7 +73,7 @@ def export_models(root: Path, context: int, dim: int, layers: int, heads: int, f
     }
     spec = resolve(canonical_config(config), run_dir=root, cwd=root)
     torch.manual_seed(0)
-    network = build_network(spec).eval()
+    network = build_network(spec.network).eval()
     export_onnx(network, spec, root / "models" / "bench-last-1.onnx")
     write_bundle(network, spec, root / "models" / "bench-last-1.pt", "last", 1)
 

@@ -14,7 +14,7 @@ import time
 
 import torch
 
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 from sequifier.config.schema import ArchitectureConfig, AttentionConfig, FeedForwardConfig, PositionEncodingConfig
 from sequifier.model.backbone import Backbone
 from sequifier.model.decoders import Decoder, predictable_class_ids

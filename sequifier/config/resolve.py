@@ -6,20 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sequifier.config.errors import UserError
+from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig
 from sequifier.config.validate import CRITERIA
 from sequifier.data.metadata import DatasetMetadata, read_metadata
 
 PART_CONTRACT = ("column_data_types", "id_maps", "n_classes", "selected_columns_statistics", "normalize_real_columns", "window_length")
-
-
-@dataclass(frozen=True)
-class ColumnSpec:
-    """What the model needs to know about one column."""
-
-    name: str
-    kind: str  # "categorical" or "real"
-    n_classes: int = 0
 
 
 @dataclass(frozen=True)
@@ -54,6 +46,10 @@ class RunSpec:
         name = self.model_name if len(self.config.dataset_training) == 1 else f"{self.model_name}-{dataset}"
         parts = tuple(p for p in self.parts if p.dataset == dataset)
         return replace(self, model_name=name, parts=parts, columns={interface: self.columns[interface]})
+
+    @property
+    def network(self) -> NetworkSpec:
+        return network_spec(self.config, self.columns)
 
     @property
     def only_part(self) -> PartSpec:

@@ -20,18 +20,15 @@ import torch
 
 from sequifier import __version__
 from sequifier.config.errors import UserError
-from sequifier.config.resolve import ColumnSpec, RunSpec
-from sequifier.config.schema import ArchitectureConfig, InterfaceConfig
+from sequifier.config.network import NetworkSpec
+from sequifier.config.resolve import RunSpec
 from sequifier.config.typed import ProblemList, build
 from sequifier.export.contract import build_contract
-from sequifier.model.backbone import Backbone
-from sequifier.model.network import SequifierNetwork, build_interface
-from sequifier.model.positions import feature_position_rows
+from sequifier.model.network import SequifierNetwork, build_network
 
 ARTIFACT_TYPE = "sequifier_inference_bundle"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: model_config holds the NetworkSpec
 BUNDLE_KEYS = ("artifact_type", "format_version", "model_state_dict", "model_config", "export_metadata")
-TRAINING_ONLY = ("initialization", "initialization_seed")  # construction details; the weights are loaded anyway
 
 
 def _plain(value: Any) -> Any:
@@ -39,28 +36,10 @@ def _plain(value: Any) -> Any:
     return json.loads(json.dumps(value))
 
 
-def _execution_only(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {k: None if k in TRAINING_ONLY else _execution_only(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_execution_only(v) for v in node]
-    return node
-
-
 def model_config(network: SequifierNetwork, spec: RunSpec) -> dict[str, Any]:
-    """What rebuilding and running the network needs: backbone shape, interfaces with column kinds, the contract."""
-    config = spec.config
-    architecture = config.model.backbone.architecture
-    interfaces = {}
-    for name, columns in spec.columns.items():
-        interfaces[name] = {
-            "config": _execution_only(_plain(asdict(config.model.interfaces[name]))),
-            "columns": {c.name: {"kind": c.kind, "n_classes": c.n_classes} for c in columns.values()},
-        }
+    """What rebuilding and running the network needs: its execution-only NetworkSpec and the contract."""
     return {
-        "backbone": {"architecture": _plain(asdict(architecture)),
-                     "max_length": architecture.max_context_length or config.global_training.context_length},
-        "interfaces": interfaces,
+        "network": _plain(asdict(spec.network.execution_only())),
         "contract": build_contract(network, spec, "network", "selectable"),
     }
 
@@ -101,24 +80,12 @@ def write_bundle(network: SequifierNetwork, spec: RunSpec, path: Path, kind: str
         temporary.unlink(missing_ok=True)
 
 
-def _typed(cls: type, data: Any, where: str) -> Any:
-    problems = ProblemList()
-    built = build(cls, data, where, problems)
-    problems.raise_if_any()
-    return built
-
-
 def rebuild_network(config: dict[str, Any], where: str = "model_config") -> SequifierNetwork:
     """The network an execution-only model config describes, with freshly initialized weights."""
-    architecture: ArchitectureConfig = _typed(ArchitectureConfig, config["backbone"]["architecture"], f"{where}.backbone.architecture")
-    backbone = Backbone(architecture, int(config["backbone"]["max_length"]))
-    interfaces = {}
-    for name, entry in config["interfaces"].items():
-        interface: InterfaceConfig = _typed(InterfaceConfig, entry["config"], f"{where}.interfaces.{name}.config")
-        columns = {c: ColumnSpec(c, d["kind"], int(d["n_classes"])) for c, d in entry["columns"].items()}
-        rows = feature_position_rows(architecture, int(config["contract"]["context_length"]))
-        interfaces[name] = build_interface(name, interface, columns, architecture.dim_model, {}, set(), position_rows=rows)
-    return SequifierNetwork(backbone, interfaces)
+    problems = ProblemList()
+    spec = build(NetworkSpec, config.get("network"), f"{where}.network", problems)
+    problems.raise_if_any()
+    return build_network(spec)
 
 
 def read_bundle(path: Path) -> tuple[SequifierNetwork, dict[str, Any], dict[str, Any]]:

@@ -10,11 +10,11 @@ from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
 
-def attention_mask(left_pad_lengths: Tensor | None, length: int) -> Tensor | None:
-    """Causal mask that also hides left padding: bool [batch, 1, time, time], True = may attend.
+def attention_mask(left_pad_lengths: Tensor | None, length: int, dtype: torch.dtype) -> Tensor | None:
+    """Causal mask that also hides left padding, as 0 / -inf added to the scores: [batch, 1, time, time].
 
-    None when nothing is padded: attention then uses the built-in causal kernel.
-    A padded query attends to itself only, so no row is empty.
+    None when nothing is padded: attention then uses the built-in causal kernel. A padded query
+    attends to itself only, so no row is empty. Built once per forward pass for all layers.
     """
     if left_pad_lengths is None:
         return None
@@ -22,7 +22,8 @@ def attention_mask(left_pad_lengths: Tensor | None, length: int) -> Tensor | Non
     key_valid = slots[None, :] >= left_pad_lengths[:, None]
     causal = slots[:, None] >= slots[None, :]
     own_slot = slots[:, None] == slots[None, :]
-    return ((causal[None] & key_valid[:, None, :]) | own_slot[None])[:, None]
+    allowed = ((causal[None] & key_valid[:, None, :]) | own_slot[None])[:, None]
+    return torch.zeros(allowed.shape, dtype=dtype, device=allowed.device).masked_fill(~allowed, float("-inf"))
 
 
 class SelfAttention(nn.Module):

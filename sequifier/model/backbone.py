@@ -34,12 +34,20 @@ class Backbone(nn.Module):
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
 
-    def forward(self, x: Tensor, left_pad_lengths: Tensor | None) -> Tensor:
-        mask = attention_mask(left_pad_lengths, x.shape[1])
+    def forward(self, x: Tensor, left_pad_lengths: Tensor | None, queries: int | None = None) -> Tensor:
+        """States of every position, or of the last `queries` only (inference).
+
+        With `queries`, every layer but the last runs on all positions; the last computes keys and
+        values of all positions but queries, feed-forward and the final norm only for those.
+        """
+        if queries is not None and left_pad_lengths is None:
+            left_pad_lengths = torch.zeros(x.shape[0], dtype=torch.int64, device=x.device)
+        mask = attention_mask(left_pad_lengths, x.shape[1], x.dtype)
         x = self.input_dropout(self.position(x))
-        for layer in self.layers:
+        *earlier, last = self.layers
+        for layer in earlier:
             x = layer(x, mask)
-        return self.final_norm(x)
+        return self.final_norm(last(x, mask, queries))
 
 
 def has_evidence(left_pad_lengths: Tensor | None, length: int, positions: int) -> Tensor | None:

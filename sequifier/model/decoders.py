@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 from sequifier.model.parameters import tag
 
 SPECIAL_TOKEN_NAMES = {"unknown": 0, "other": 1, "mask": 2}

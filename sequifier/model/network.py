@@ -1,11 +1,10 @@
-"""The full network: per-interface ingestion, adapter and decoder around one shared backbone."""
+"""The full network: per-interface ingestion, adapter and decoder around one shared backbone, built from a NetworkSpec."""
 
 from __future__ import annotations
 
 from torch import Tensor, nn
 
-from sequifier.config.resolve import ColumnSpec, RunSpec
-from sequifier.config.schema import InterfaceConfig
+from sequifier.config.network import InterfaceSpec, NetworkSpec
 from sequifier.model.backbone import Backbone, has_evidence
 from sequifier.model.decoders import DEFAULT_PREDICTABLE_SPECIAL, Decoder, predictable_class_ids
 from sequifier.model.ingestion.build import build_ingestion
@@ -25,49 +24,57 @@ class Interface(nn.Module):
 
 
 class SequifierNetwork(nn.Module):
-    """Routes a batch through its interface's ingestion, the shared backbone and the decoder."""
+    """Routes a batch through its interface's ingestion, the shared backbone and the decoder.
+
+    Training reads every position (`queries` None); exports ask for the last `queries` positions only.
+    """
 
     def __init__(self, backbone: Backbone, interfaces: dict[str, Interface]):
         super().__init__()
         self.backbone = backbone
         self.interfaces = nn.ModuleDict(interfaces)
 
-    def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None) -> dict[str, Tensor]:
+    def states(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None,
+               queries: int | None = None) -> Tensor:
+        """Final normalized backbone states [batch, positions, dim_model]."""
         modules = self.interfaces[interface]
-        states = self.backbone(modules.adapter(modules.ingestion(inputs)), left_pad_lengths)
-        return modules.decoder(states, has_evidence(left_pad_lengths, states.shape[1], states.shape[1]))
+        return self.backbone(modules.adapter(modules.ingestion(inputs)), left_pad_lengths, queries)
+
+    def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None,
+                queries: int | None = None) -> dict[str, Tensor]:
+        """One output per target at every position (or the last `queries`); the prior where nothing real was seen."""
+        states = self.states(interface, inputs, left_pad_lengths, queries)
+        length = next(iter(inputs.values())).shape[1]
+        return self.interfaces[interface].decoder(states, has_evidence(left_pad_lengths, length, states.shape[1]))
 
 
-def build_network(spec: RunSpec) -> SequifierNetwork:
-    """Construct the network a run spec describes: the backbone and every interface a dataset trains.
+def build_network(spec: NetworkSpec) -> SequifierNetwork:
+    """Construct the network `spec` describes: the backbone and every interface.
 
-    Construction and initialization follow model.backbone and each ingestion node's
+    Construction and initialization follow the backbone's and each ingestion node's
     initialization policy and seed (see model/initialization.py).
     """
-    config = spec.config
-    backbone_config = config.model.backbone
-    architecture = backbone_config.architecture
-    max_length = architecture.max_context_length or config.global_training.context_length
-    scope = SeedScope().child("", backbone_config.initialization_seed)
-    policy = extend_policy({}, backbone_config.initialization, "model.backbone")
+    architecture = spec.backbone.architecture
+    scope = SeedScope().child("", spec.backbone.initialization_seed)
+    policy = extend_policy({}, spec.backbone.initialization, "model.backbone")
     done: set[int] = set()
     with scope.constructing():
-        backbone = Backbone(architecture, max_length)
+        backbone = Backbone(architecture, spec.max_context_length)
     initialize_module(backbone, policy, scope.generator(), done)
-    position_rows = feature_position_rows(architecture, config.global_training.context_length)
-    interfaces = {name: build_interface(name, config.model.interfaces[name], columns, architecture.dim_model, policy,
-                                        done, position_rows=position_rows)
-                  for name, columns in spec.columns.items()}
+    position_rows = feature_position_rows(architecture, spec.context_length)
+    interfaces = {name: build_interface(name, interface, architecture.dim_model, policy, done, position_rows)
+                  for name, interface in spec.interfaces.items()}
     return SequifierNetwork(backbone, interfaces)
 
 
-def build_interface(name: str, interface: InterfaceConfig, columns: dict[str, ColumnSpec], dim_model: int,
-                    policy: Policy, done: set[int], *, position_rows: int = 0) -> Interface:
+def build_interface(name: str, spec: InterfaceSpec, dim_model: int, policy: Policy, done: set[int],
+                    position_rows: int) -> Interface:
     """An interface's ingestion tree, the adapter from its width to dim_model, and its decoder.
 
     The adapter inherits the root ingestion's policy; the decoder the backbone's. `position_rows`
     (see `feature_position_rows`) sizes the per-feature position tables of the leaf branches; 0: none.
     """
+    interface, columns = spec.config, spec.columns
     ingestion, root = build_ingestion(interface.ingestion, columns, interface.input_columns, dim_model,
                                       f"model.interfaces.{name}.ingestion", policy, done, position_rows)
     adapter_scope = root.scope.child("adapter", None)

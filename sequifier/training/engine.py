@@ -48,7 +48,7 @@ class Trainer:
         self.training = config.global_training
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
-        self.network: SequifierNetwork = build_network(spec).to(self.device)
+        self.network: SequifierNetwork = build_network(spec.network).to(self.device)
         self.parts = load_parts(spec)
         fit_priors(self.network, self.parts)
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
@@ -268,7 +268,7 @@ class Trainer:
         exported = []
         best_network = None
         if best_state is not None:
-            best_network = build_network(self.spec)
+            best_network = build_network(self.spec.network)
             best_network.load_state_dict(best_state)
             best_network.to(self.device)
         for view in self.views.values():

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 
 ELEMENTWISE = {
     "CrossEntropyLoss": lambda out, target: F.cross_entropy(out, target, reduction="none"),

@@ -41,7 +41,7 @@ def export_all(project: Path, interface: dict | None = None, architecture: dict 
     """One untrained tiny network, exported as generative, embedding and dropout ONNX and as a PT bundle under models/."""
     spec = tiny_spec(project, interface, architecture, training)
     torch.manual_seed(0)
-    network = build_network(spec).eval()
+    network = build_network(spec.network).eval()
     models = project / "models"
     export_onnx(network, spec, models / GENERATIVE)
     export_onnx(network, spec, models / EMBEDDING, "embedding")

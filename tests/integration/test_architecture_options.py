@@ -50,7 +50,7 @@ def test_option_trains_from_the_cli_and_exports_matching_onnx(reference_project:
 
     spec = resolve(canonical_config(compose_config(config_file, overrides)), run_dir=tmp_path, cwd=reference_project)
     torch.manual_seed(0)
-    network = build_network(spec).eval()
+    network = build_network(spec.network).eval()
     export_onnx(network, spec, tmp_path / "model.onnx")
     model = OnnxModel(tmp_path / "model.onnx")
     categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}

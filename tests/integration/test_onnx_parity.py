@@ -22,7 +22,7 @@ def test_onnx_matches_torch_on_padded_and_unpadded_windows(reference_project: Pa
     config["model"]["backbone"]["architecture"]["num_layers"] = 2
     spec = resolve(canonical_config(config), run_dir=tmp_path, cwd=reference_project)
     torch.manual_seed(3)
-    network = build_network(spec).eval()
+    network = build_network(spec.network).eval()
     path = tmp_path / "model.onnx"
     export_onnx(network, spec, path)
     model = OnnxModel(path)

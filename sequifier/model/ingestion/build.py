@@ -11,7 +11,7 @@ from typing import Callable
 from torch import nn
 
 from sequifier.config.errors import UserError
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 from sequifier.config.schema import IngestionConfig
 from sequifier.model.ingestion.composite import CompositeIngestion
 from sequifier.model.ingestion.embedding import EmbeddingIngestion, feature_widths

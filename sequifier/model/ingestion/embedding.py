@@ -12,7 +12,7 @@ import torch
 from torch import Tensor, nn
 
 from sequifier.config.errors import UserError
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 from sequifier.model.parameters import tag
 
 MIN_CATEGORICAL_WIDTH = 2

@@ -23,7 +23,7 @@ def tiny_spec(run_dir: Path, architecture: dict | None = None, decoder: dict | N
 
 def tiny_network(spec: RunSpec, seed: int = 0) -> SequifierNetwork:
     torch.manual_seed(seed)
-    return build_network(spec).eval()
+    return build_network(spec.network).eval()
 
 
 def example_batch(spec: RunSpec, batch: int = 6, seed: int = 1) -> tuple[dict[str, torch.Tensor], torch.Tensor]:

@@ -32,14 +32,15 @@ def test_bundle_holds_exactly_the_listed_keys_as_plain_data(tmp_path: Path):
     write_bundle(tiny_network(spec), spec, path, "best", 3)
     bundle = torch.load(path, weights_only=True)
     assert sorted(bundle) == sorted(BUNDLE_KEYS) == ["artifact_type", "export_metadata", "format_version", "model_config", "model_state_dict"]
-    assert bundle["artifact_type"] == "sequifier_inference_bundle" and bundle["format_version"] == 1
+    assert bundle["artifact_type"] == "sequifier_inference_bundle" and bundle["format_version"] == 2
     assert all(isinstance(v, torch.Tensor) for v in bundle["model_state_dict"].values())
     for section in ("model_config", "export_metadata"):
         for where, value in _walk(bundle[section], section):
             assert isinstance(value, PLAIN), (where, type(value))
             assert not (isinstance(value, str) and str(tmp_path) in value), f"{where} holds a path"
     config = bundle["model_config"]
-    assert sorted(config) == ["backbone", "contract", "interfaces"]
+    assert sorted(config) == ["contract", "network"]
+    assert sorted(config["network"]) == ["backbone", "context_length", "interfaces"]
     assert config["contract"]["artifact"] == "network" and config["contract"]["dropout"] == "selectable"
     for forbidden in ("optimizer", "dataset_training", "training_plan", "evaluation", "parts", "metadata_config_path", "initialization"):
         assert not any(where.endswith(f".{forbidden}") and value is not None for where, value in _walk(config, "model_config")), forbidden

@@ -15,7 +15,8 @@ from torch import nn
 from conftest import REFERENCE_DIR, tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
-from sequifier.config.resolve import ColumnSpec, resolve
+from sequifier.config.network import ColumnSpec
+from sequifier.config.resolve import resolve
 from sequifier.model.ingestion.composite import BranchMerge
 from sequifier.model.ingestion.embedding import feature_widths
 from sequifier.model.network import build_network
@@ -49,7 +50,7 @@ def build(interface: dict | None = None, decoder: dict | None = None):
     config["model"]["interface"]["decoder"].update(decoder or {})
     spec = resolve(canonical_config(config), run_dir=Path("."), cwd=REFERENCE_DIR)
     torch.manual_seed(0)
-    return build_network(spec)
+    return build_network(spec.network)
 
 
 def test_an_unlisted_categorical_target_predicts_other_but_not_unknown_or_mask():

@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from sequifier.config.compose import canonical_config
-from sequifier.config.resolve import ColumnSpec, RunSpec
+from sequifier.config.network import ColumnSpec
+from sequifier.config.resolve import RunSpec
 from sequifier.model.layers import RMSNorm
 from sequifier.model.network import build_network
 
@@ -22,7 +23,7 @@ def test_guide_model_builds_as_described(example: str, interface: str):
     config = canonical_config(data)
     event = ColumnSpec("event", "categorical", 15)
     spec = RunSpec(config=config, model_name="guide", parts=(), columns={interface: {"event": event}}, project_root=Path("."), run_dir=Path("."))
-    network = build_network(spec)
+    network = build_network(spec.network)
     backbone = network.backbone
     assert len(backbone.layers) == 6
     layer = backbone.layers[0]

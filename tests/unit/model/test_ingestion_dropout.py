@@ -20,7 +20,7 @@ def ingestion(node: dict):
     config["model"]["interface"]["ingestion"] = node
     spec = resolve(canonical_config(config), run_dir=Path("."), cwd=REFERENCE_DIR)
     torch.manual_seed(0)
-    return build_network(spec).interfaces["default"].ingestion
+    return build_network(spec.network).interfaces["default"].ingestion
 
 
 def leaf(dropout: float | None = None, **fields) -> dict:

@@ -19,7 +19,7 @@ from sequifier.model.parameters import parameter_groups
 def build(config: dict, seed: int = 0):
     spec = resolve(canonical_config(config), run_dir=Path("."), cwd=REFERENCE_DIR)
     torch.manual_seed(seed)
-    return build_network(spec)
+    return build_network(spec.network)
 
 
 def two_datasets(shared_interface: bool) -> dict:

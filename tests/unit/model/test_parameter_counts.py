@@ -102,7 +102,7 @@ PINNED = {
 
 def parameter_count(config: dict) -> int:
     spec = resolve(canonical_config(copy.deepcopy(config)), run_dir=Path("."), cwd=REFERENCE_DIR)
-    return sum(p.numel() for p in build_network(spec).parameters())
+    return sum(p.numel() for p in build_network(spec.network).parameters())
 
 
 @pytest.mark.parametrize("name", list(PINNED))

@@ -31,7 +31,7 @@ def network(position: str, scope: str | None = None, max_context_length: int | N
         config["model"]["interface"]["ingestion"] = ingestion
     spec = resolve(canonical_config(config), run_dir=Path("."), cwd=REFERENCE_DIR)
     torch.manual_seed(0)
-    return build_network(spec).eval()
+    return build_network(spec.network).eval()
 
 
 def position_tables(module: nn.Module) -> dict[str, tuple[int, ...]]:

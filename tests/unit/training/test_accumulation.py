@@ -49,7 +49,7 @@ def test_optimizer_updates_average_the_right_microbatches(reference_project: Pat
 
     expected_windows = [schedule[0:4], schedule[4:6], schedule[6:9]]
     assert len(recorded) == len(expected_windows)
-    reference = build_network(spec)
+    reference = build_network(spec.network)
     for (state, grads), window in zip(recorded, expected_windows):
         reference.load_state_dict(state)
         reference.zero_grad()

@@ -7,7 +7,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from sequifier.config.resolve import ColumnSpec
+from sequifier.config.network import ColumnSpec
 from sequifier.training.losses import TargetLosses, persistence_loss_categorical
 
 
