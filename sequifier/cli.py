@@ -1,10 +1,10 @@
-"""The `sequifier` command: argparse front for make, preprocess, train and infer."""
+"""The `sequifier` command: parses arguments and routes them to sequifier/commands/<command>.py, nothing more."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
-import time
 from pathlib import Path
 
 from sequifier.config.errors import UserError
@@ -62,83 +62,14 @@ def main(argv: list[str] | None = None) -> int:
     if flags or (extras and args.command != "train"):
         parser.error(f"unrecognized arguments: {' '.join(flags or extras)}")
     args.overrides = extras
+    command = importlib.import_module(f"sequifier.commands.{args.command}")
     try:
-        if args.command == "make":
-            from sequifier.project.scaffold import make_project
-
-            make_project(Path(args.name), demo=args.demo)
-        elif args.command == "preprocess":
-            _preprocess(args)
-        elif args.command == "train":
-            return _train(args)
-        elif args.command == "infer":
-            from sequifier.infer.runner import run_inference
-
-            run_inference(args.config_path, data_path=args.data_path, model_path=args.model_path, seed=args.seed, randomize=args.randomize)
+        return command.run(args)
     except UserError as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
-    return 0
-
-
-def _preprocess(args: argparse.Namespace) -> None:
-    from sequifier.config.preprocess import load_preprocess_config
-    from sequifier.preprocess import run_preprocess
-
-    columns = args.selected_columns.split(",") if args.selected_columns else None
-    config = load_preprocess_config(args.config_path, data_path=args.data_path, selected_columns=columns, randomize=args.randomize)
-    run_preprocess(config)
-
-
-def _train(args: argparse.Namespace) -> int:
-    from omegaconf import OmegaConf
-
-    from sequifier.config import compose
-    from sequifier.config.files import read_yaml_mapping
-    from sequifier.config.validate_training import config_warnings
-
-    overrides = list(args.overrides)
-    if args.model_name:
-        overrides.append(f"model_name={args.model_name}")
-    if args.seed is not None:
-        overrides.append(f"seed={args.seed}")
-    if args.skip_metadata:
-        overrides.append("skip_metadata=true")
-    multirun = args.multirun
-    if not multirun and any(o.startswith("hydra/launcher=") for o in overrides):
-        print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
-        multirun = True
-    read_yaml_mapping(args.config_path, resolve=False)
-    parsed = compose.parse_overrides(overrides)
-    if len(parsed.combinations) > 1 and not multirun:
-        raise UserError("command line", f"overrides {', '.join(parsed.swept_keys)} list several values; add -m to sweep them")
-    checked = compose.preflight(args.config_path, parsed, resolve_metadata=not args.cfg)
-    for warning in config_warnings(checked[0][1]):
-        print(f"warning: {warning}", file=sys.stderr)
-    if args.cfg:
-        from dataclasses import asdict
-
-        print(OmegaConf.to_yaml(asdict(checked[0][1])), end="")
-        return 0
-    sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
-    compose.run_hydra(args.config_path, parsed, multirun, sweep_dir)
-    if not multirun:
-        return 0
-    return _print_sweep_summary(compose.read_sweep_results(sweep_dir), sweep_dir)
-
-
-def _print_sweep_summary(results: list[dict], sweep_dir: Path) -> int:
-    print(f"\nsweep summary ({sweep_dir}):")
-    print(f"{'job':>4}  {'status':<7} {'monitored loss':>14}  model_name / overrides")
-    for result in results:
-        loss = result.get("monitored_loss")
-        shown = f"{loss:.4f}" if isinstance(loss, (int, float)) else "-"
-        print(f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  {result.get('model_name')}  {' '.join(result.get('overrides', []))}")
-        if result.get("status") != "ok":
-            print(f"      {result.get('error', '')}")
-    return 0 if results and all(r.get("status") == "ok" for r in results) else 1
 
 
 if __name__ == "__main__":

@@ -1,21 +1,20 @@
-"""The Hydra layer of `sequifier train`: config FILE -> Hydra argv, pre-flight checks, the task function.
+"""The Hydra layer of `sequifier train`: a config FILE and overrides composed into plain data, and Hydra's launch.
 
-The user's file is composed on top of the schema defaults through a ConfigStore entry node
-`{defaults: [schema, <file stem>, <groups: null>, _self_]}`, so user values win and
-`group=option` overrides select presets shipped in pkg://sequifier.conf.
+The user's file (with its fragments) is read once per command into a TrainEntry, then composed
+on top of the schema defaults through a ConfigStore entry node
+`{defaults: [schema, <file>, <groups: null>, _self_]}`, so user values win and `group=option`
+overrides select presets shipped in pkg://sequifier.conf. `canonical_config` expands and
+validates the composed data into the frozen TrainConfig.
 """
 
 from __future__ import annotations
 
 import itertools
-import json
-import logging
 import sys
-import traceback
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -29,10 +28,7 @@ ENTRY_NAME = "sequifier_train_entry"
 SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
 SEARCH_PATH = "hydra.searchpath=[pkg://sequifier.conf]"
-RESULT_FILE = "result.json"
 PLACED_GROUPS = ("dataset_training/",)  # presets that must name the dataset they apply to with @
-
-logger = logging.getLogger("sequifier")
 
 
 @dataclass(frozen=True)
@@ -80,36 +76,54 @@ def config_groups() -> list[str]:
     return sorted(groups)
 
 
-def register_entry(config_file: Path) -> None:
-    """Store the schema defaults, the user's composed file and the entry node that orders them."""
+@dataclass(frozen=True)
+class TrainEntry:
+    """The user's train file composed with its fragments: read once per command."""
+
+    config_file: Path
+    node: dict[str, Any]
+
+
+def read_entry(config_file: Path) -> TrainEntry:
+    return TrainEntry(config_file, compose_file(config_file))
+
+
+def register_entry(entry: TrainEntry) -> None:
+    """Store the schema defaults, the user's file and the entry node that orders them (no file is read)."""
     from hydra.core.config_store import ConfigStore
 
     store = ConfigStore.instance()
     store.store(name=SCHEMA_NAME, node=hydra_defaults())
-    store.store(name=USER_NAME, node=compose_file(config_file))
+    store.store(name=USER_NAME, node=entry.node)
     defaults: list[Any] = [SCHEMA_NAME, USER_NAME]
     defaults += [{group: None} for group in config_groups() if not group.startswith(("hydra/",) + PLACED_GROUPS)]
     defaults.append("_self_")
     store.store(name=ENTRY_NAME, node={"defaults": defaults})
 
 
-def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
-    """Compose file + overrides with Hydra's compose API into plain data (no run directory)."""
+def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
+    """The entry plus overrides, composed with Hydra's compose API into plain data (no run directory)."""
     from hydra import compose, initialize_config_dir
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
-    register_entry(config_file)
+    register_entry(entry)
     _check_placed_presets(overrides)
     try:
-        with initialize_config_dir(version_base="1.3", config_dir=str(config_file.parent.resolve()), job_name="train"):
-            if overrides:
+        with initialize_config_dir(version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"):
+            try:
+                return OmegaConf.to_container(compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH]), resolve=True)
+            except (HydraException, OmegaConfBaseException):
                 selections = [o for o in overrides if "/" in o.split("=", 1)[0]]
                 _check_override_keys(compose(config_name=ENTRY_NAME, overrides=selections + [SEARCH_PATH]), overrides)
-            composed = compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH])
-            return OmegaConf.to_container(composed, resolve=True)
+                raise
     except (HydraException, OmegaConfBaseException) as error:
-        raise UserError(str(config_file), " ".join(str(error).split())) from None
+        raise UserError(str(entry.config_file), " ".join(str(error).split())) from None
+
+
+def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
+    """Read `config_file` and compose it with `overrides` (for a single composition)."""
+    return compose_entry(read_entry(config_file), overrides)
 
 
 def _check_placed_presets(overrides: list[str]) -> None:
@@ -144,31 +158,11 @@ def canonical_config(data: dict[str, Any]) -> TrainConfig:
     return validate(expand_singletons(data))
 
 
-def preflight(config_file: Path, overrides: Overrides, resolve_metadata: bool = True) -> list[tuple[list[str], TrainConfig]]:
-    """Compose, expand, validate and resolve every job of the command before any job starts."""
-    from sequifier.config.resolve import resolve
-    from sequifier.training.capabilities import check_supported
-
-    checked = []
-    for combination in overrides.combinations:
-        try:
-            config = canonical_config(compose_config(config_file, combination))
-            if resolve_metadata and not config.skip_metadata:
-                resolve(config, run_dir=Path("."))
-                check_supported(config)
-        except UserError as error:
-            if len(overrides.combinations) > 1:
-                error.args = (f"{error} (job with overrides {' '.join(combination)})",)
-            raise
-        checked.append((combination, config))
-    return checked
-
-
-def run_hydra(config_file: Path, overrides: Overrides, multirun: bool, sweep_dir: Path) -> None:
-    """Hand the command to hydra.main; each job enters `train_task`."""
+def run_hydra(entry: TrainEntry, overrides: Overrides, multirun: bool, sweep_dir: Path, task: Callable[[DictConfig], Any]) -> None:
+    """Hand the command to hydra.main: Hydra runs `task` once per job (in this process, or through a launcher)."""
     import hydra
 
-    register_entry(config_file)
+    register_entry(entry)
     argv = ["sequifier-train", "--config-name", ENTRY_NAME]
     if multirun:
         argv.append("--multirun")
@@ -183,64 +177,6 @@ def run_hydra(config_file: Path, overrides: Overrides, multirun: bool, sweep_dir
     saved = sys.argv
     sys.argv = argv
     try:
-        hydra.main(version_base="1.3", config_path=None)(train_task)()
+        hydra.main(version_base="1.3", config_path=None)(task)()
     finally:
         sys.argv = saved
-
-
-def sweep_model_name(model_name: str, override_dirname: str) -> str:
-    """A model name unique to a sweep job: the base name plus the job's swept values."""
-    if not override_dirname:
-        return model_name
-    pairs = [item.split("=", 1) for item in override_dirname.split(",")]
-    last_names = [key.lstrip("+~").split(".")[-1] for key, _ in pairs]
-    unique = len(set(last_names)) == len(last_names)
-    parts = [f"{short if unique else key.lstrip('+~')}={value}" for (key, value), short in zip(pairs, last_names)]
-    return (model_name + "-" + "-".join(parts)).replace("/", "_")
-
-
-def train_task(cfg: DictConfig) -> dict[str, Any] | None:
-    """Hydra task: canonical config -> RunSpec -> launch. Multirun jobs report failures and let the sweep go on."""
-    from hydra.core.hydra_config import HydraConfig
-    from hydra.types import RunMode
-
-    hydra_config = HydraConfig.get()
-    run_dir = Path(hydra_config.runtime.output_dir)
-    multirun = hydra_config.mode == RunMode.MULTIRUN
-    data = OmegaConf.to_container(cfg, resolve=True)
-    if multirun:
-        data["model_name"] = sweep_model_name(str(data.get("model_name")), hydra_config.job.override_dirname)
-    result: dict[str, Any] = {"job": hydra_config.job.get("num", 0), "overrides": list(hydra_config.overrides.task), "model_name": data.get("model_name")}
-    try:
-        result.update(_train(data, run_dir))
-        result["status"] = "ok"
-    except UserError as error:
-        if not multirun:
-            print(f"error: {error}", file=sys.stderr)
-            raise SystemExit(error.exit_code)
-        result.update(status="failed", error=str(error))
-    except Exception as error:
-        if not multirun:
-            raise
-        logger.error("job failed:\n%s", traceback.format_exc())
-        result.update(status="failed", error=f"{type(error).__name__}: {error}")
-    (run_dir / RESULT_FILE).write_text(json.dumps(result, indent=2))
-    return result
-
-
-def _train(data: dict[str, Any], run_dir: Path) -> dict[str, Any]:
-    from sequifier.config.resolve import resolve
-    from sequifier.distributed.launch import launch
-    from sequifier.training.capabilities import check_supported
-
-    config = canonical_config(data)
-    check_supported(config)
-    spec = resolve(config, run_dir)
-    outcome = launch(spec)
-    return {"monitored_loss": outcome.monitored_loss, "best_epoch": outcome.best_epoch, "validation": outcome.final_validation, "exported": outcome.exported}
-
-
-def read_sweep_results(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The result of every job of a finished sweep, in job order."""
-    results = [json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{RESULT_FILE}")]
-    return sorted(results, key=lambda r: r.get("job", 0))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Union
 
+from sequifier.atomic import write_text_atomic
 from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import REQUIRED
 
@@ -259,7 +260,7 @@ def main(argv: list[str] | None = None) -> int:
     if START_MARKER not in document or END_MARKER not in document:
         print(f"error: {args.write}: needs the markers {START_MARKER} and {END_MARKER}", file=sys.stderr)
         return 2
-    args.write.write_text(replace_block(document, reference))
+    write_text_atomic(args.write, replace_block(document, reference))
     return 0
 
 

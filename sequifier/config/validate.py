@@ -66,12 +66,6 @@ def reject_historical(data: dict[str, Any]) -> None:
 def _check_device(device: str, problems: ProblemList) -> None:
     if not DEVICE.match(device):
         problems.add("device", f"{device!r} is not a device; use cpu, cuda, cuda:N or mps")
-        return
-    if device.startswith("cuda"):
-        import torch
-
-        if not torch.cuda.is_available():
-            problems.add("device", f"{device!r} was requested but CUDA is not available on this machine; use device: cpu")
 
 
 def _check_datasets(config: TrainConfig, problems: ProblemList) -> None:

@@ -11,6 +11,9 @@ from sequifier.config.typed import ProblemList
 POSITIVE_INTEGERS = ("context_length", "batch_size", "inference_batch_size", "accumulation_steps", "target_offset", "world_size")
 POSITIVE_OPTIONAL = ("window_stride", "gradient_clip", "save_interval_epochs", "save_interval_batches", "save_interval_minutes", "save_latest_interval_minutes", "early_stopping_patience")
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
+OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
+SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR", "LinearLR", "ConstantLR",
+              "PolynomialLR", "CosineAnnealingWarmRestarts")
 
 
 def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
@@ -39,21 +42,13 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
 
 
 def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemList) -> None:
-    from sequifier.training.optimization import OPTIMIZERS, SCHEDULERS, accepted_arguments
-
+    """The class name; its keyword arguments are checked against torch by training.capabilities."""
     names = OPTIMIZERS if kind == "optimizer" else SCHEDULERS
     name = call.get("name")
     if name is None:
         problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}")
-        return
-    if name not in names:
+    elif name not in names:
         problems.add(f"{where}.name", f"{name!r} is not allowed; choose one of {', '.join(names)}" + did_you_mean(str(name), names))
-        return
-    accepted = accepted_arguments(kind, name)
-    for argument in call:
-        if argument != "name" and argument not in accepted:
-            owned = " (sequifier sets it from global_training.learning_rate)" if argument == "lr" else ""
-            problems.add(f"{where}.{argument}", f"{name} does not take this argument{owned}" + did_you_mean(argument, accepted) + f"; it takes {', '.join(accepted)}")
 
 
 def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None:

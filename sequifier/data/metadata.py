@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import uuid
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sequifier.atomic import write_text_atomic
 from sequifier.config.errors import UserError
 
 SPECIAL_TOKEN_IDS = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
@@ -158,24 +157,6 @@ def read_metadata(path: Path) -> DatasetMetadata:
     except json.JSONDecodeError as error:
         raise UserError(str(path), f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     return metadata_from_dict(raw, where=str(path))
-
-
-def temp_path_next_to(path: Path) -> Path:
-    """A fresh hidden name in the folder of `path`, so a rename onto `path` is atomic."""
-    return path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write `text` to a temp file next to `path`, then rename it into place."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path_next_to(path)
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
 
 
 def write_metadata(path: Path, metadata: DatasetMetadata) -> None:

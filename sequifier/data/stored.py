@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Collection, Sequence
@@ -13,8 +12,9 @@ import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
+from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import CATEGORICAL_TYPE, read_folder_metadata, temp_path_next_to
+from sequifier.data.metadata import CATEGORICAL_TYPE, read_folder_metadata
 
 INPUT_COLUMN = "inputCol"
 # Parquet identifier column -> StoredWindows attribute (also the PT payload key).
@@ -186,17 +186,10 @@ def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.
 
 
 def write_split_parquet(path: Path, windows: StoredWindows, column_order: Sequence[str]) -> None:
-    """Write one split as merged Parquet, atomically (temp file in the same folder, then rename)."""
-    path = Path(path)
+    """Write one split as merged Parquet, atomically."""
     table = windows_to_table(windows, column_order)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = temp_path_next_to(path)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    with atomic_path(path) as temporary:
+        pq.write_table(table, temporary)
 
 
 def pt_payload(windows: StoredWindows, column_types: dict[str, str]) -> dict:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import pickle
 from dataclasses import asdict
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import torch
 
 from sequifier import __version__
+from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
 from sequifier.config.network import NetworkSpec
 from sequifier.config.resolve import RunSpec
@@ -71,13 +71,8 @@ def write_bundle(network: SequifierNetwork, spec: RunSpec, path: Path, kind: str
         "model_config": _plain(model_config(network, spec)),
         "export_metadata": _plain({"trace_sites": trace_sites(network), "provenance": provenance}),
     }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
+    with atomic_path(path) as temporary:
         torch.save(bundle, temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
 
 
 def rebuild_network(config: dict[str, Any], where: str = "model_config") -> SequifierNetwork:

@@ -8,7 +8,6 @@ without a training flag, which ONNX reads as inactive).
 
 from __future__ import annotations
 
-import os
 import warnings
 from pathlib import Path
 
@@ -17,6 +16,7 @@ import torch
 from onnx import helper
 from torch import Tensor
 
+from sequifier.atomic import atomic_path
 from sequifier.config.resolve import RunSpec
 from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode
 from sequifier.export.graph import InferenceGraph
@@ -64,21 +64,19 @@ def export_onnx(network: SequifierNetwork, spec: RunSpec, path: Path, artifact: 
     output_names = list(contract["outputs"].values())
     dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
     mode = torch.onnx.TrainingMode.TRAINING if with_dropout else torch.onnx.TrainingMode.EVAL
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            torch.onnx.export(graph, example_inputs(spec), str(temporary), input_names=input_names, output_names=output_names,
-                              dynamic_axes=dynamic_axes, dynamo=False, training=mode, do_constant_folding=not with_dropout)
-        proto = onnx.load(str(temporary))
-        if with_dropout:
-            _force_dropout_active(proto)
-        entry = proto.metadata_props.add()
-        entry.key = CONTRACT_KEY
-        entry.value = encode(contract)
-        onnx.save(proto, str(temporary))
-        os.replace(temporary, path)
+        with atomic_path(path) as temporary:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                torch.onnx.export(graph, example_inputs(spec), str(temporary), input_names=input_names,
+                                  output_names=output_names, dynamic_axes=dynamic_axes, dynamo=False, training=mode,
+                                  do_constant_folding=not with_dropout)
+            proto = onnx.load(str(temporary))
+            if with_dropout:
+                _force_dropout_active(proto)
+            entry = proto.metadata_props.add()
+            entry.key = CONTRACT_KEY
+            entry.value = encode(contract)
+            onnx.save(proto, str(temporary))
     finally:
-        temporary.unlink(missing_ok=True)
         network.to(device).train(was_training)

@@ -6,7 +6,6 @@ rows of a window are adjacent.
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from sequifier.atomic import atomic_path
 from sequifier.infer.codec import category_names, decode_values
 from sequifier.infer.rows import Rows
 
@@ -69,13 +69,8 @@ def clear_parts(folder: Path) -> None:
 
 
 def write_table(table: pa.Table, path: Path, write_format: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(f".{path.name}.tmp")
-    try:
+    with atomic_path(path) as temporary:
         if write_format == "csv":
             pacsv.write_csv(table, temporary)
         else:
             pq.write_table(table, temporary)
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)

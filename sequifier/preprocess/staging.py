@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import threading
-import uuid
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
 
-def _remove(path: Path) -> None:
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+# The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
+STAGING_NAME = "preprocess"
 
 
 class Staging:
@@ -26,7 +22,8 @@ class Staging:
         self.created_output_folder = not output_folder.exists()
         output_folder.mkdir(parents=True, exist_ok=True)
         self.output_folder = output_folder
-        self.root = output_folder / f".preprocess-{uuid.uuid4().hex[:12]}.tmp"
+        remove_stale_temps(output_folder / STAGING_NAME)
+        self.root = temp_path_for(output_folder / STAGING_NAME)
         self.root.mkdir()
         self.spill = self.root / "spill"
         self.parts = self.root / "parts"
@@ -34,7 +31,7 @@ class Staging:
         self.outputs.mkdir()
 
     def place(self, moves: list[tuple[Path, Path]]) -> None:
-        """Rename each staged path onto its target, in order; an existing target folder is replaced whole.
+        """Rename each staged path onto its target durably, in order; an existing target folder is replaced whole.
 
         If a rename fails after others succeeded, every target is removed so that no mix of
         old and new outputs remains.
@@ -45,16 +42,16 @@ class Staging:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 if target.is_dir() and not target.is_symlink():
                     os.replace(target, self.root / f"replaced-{index}")
-                os.replace(staged, target)
+                replace_durably(staged, target)
                 placed = True
         except BaseException:
             if placed:
                 for _, target in moves:
-                    _remove(target)
+                    remove_path(target)
             raise
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
+        remove_path(self.root)
         if self.created_output_folder:
             try:
                 self.output_folder.rmdir()

@@ -13,6 +13,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from sequifier.atomic import atomic_path
+
 N_EVENTS = 24
 SUCCESSORS = 4
 
@@ -75,5 +77,6 @@ def sample_table(chain: MarkovChain, n_sequences: int, min_length: int, max_leng
 def write_demo_data(path: Path, n_sequences: int = 200, min_length: int = 1000, max_length: int = 1400, seed: int = 7) -> MarkovChain:
     chain = make_chain(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(sample_table(chain, n_sequences, min_length, max_length, seed), path)
+    with atomic_path(path) as temporary:
+        pq.write_table(sample_table(chain, n_sequences, min_length, max_length, seed), temporary)
     return chain

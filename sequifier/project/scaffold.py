@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from sequifier.atomic import write_text_atomic
 from sequifier.config.errors import UserError
 from sequifier.project.demo_data import write_demo_data
 
@@ -94,13 +95,13 @@ def make_project(folder: Path, demo: bool) -> None:
     for relative, text in files.items():
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_text_atomic(path, text)
     (folder / "data").mkdir(exist_ok=True)
     print(f"created project {folder} with configs/preprocess.yaml, configs/train.yaml, configs/infer.yaml")
     if demo:
         chain = write_demo_data(folder / "data" / "demo.parquet")
         facts = {"entropy_rate_nats": chain.entropy_rate, "n_events": len(chain.transitions)}
-        (folder / DEMO_FACTS).write_text(json.dumps(facts, indent=2))
+        write_text_atomic(folder / DEMO_FACTS, json.dumps(facts, indent=2))
         print(f"wrote {folder / 'data' / 'demo.parquet'}: a Markov chain over {len(chain.transitions)} events")
         print(f"achievable loss floor for the next event (the chain's entropy rate): {chain.entropy_rate:.4f} nats")
     else:

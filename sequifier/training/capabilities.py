@@ -1,17 +1,28 @@
-"""What today's training engine can run: valid configs beyond it are refused as "not supported yet"."""
+"""What this machine and today's training engine can run of a valid config.
+
+Config validation (sequifier/config) knows no torch: here the device must exist, optimizer and
+scheduler arguments must be ones the torch classes take, and valid choices the engine does not
+implement yet are refused as "not supported yet", each with its path.
+"""
 
 from __future__ import annotations
 
+import torch
+
 from sequifier.config.schema import IngestionConfig, TrainConfig
 from sequifier.config.typed import ProblemList
+from sequifier.training.optimization import check_arguments
 
 NOT_YET = "is not supported yet"
 
 
 def check_supported(config: TrainConfig) -> None:
-    """Raise every valid-but-unimplemented choice of `config`, each with its path."""
+    """Raise every problem of a valid `config` on this machine and engine, each with its path."""
     problems = ProblemList()
     training = config.global_training
+    if config.device.startswith("cuda") and not torch.cuda.is_available():
+        problems.add("device", f"{config.device!r} was requested but CUDA is not available on this machine; use device: cpu")
+    check_arguments(training, problems)
     for name, dataset in config.dataset_training.items():
         path = f"dataset_training.{name}"
         if dataset.class_share_log_columns:

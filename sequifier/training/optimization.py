@@ -7,8 +7,10 @@ from typing import Any, Iterable
 
 import torch
 
-OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
-SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR", "LinearLR", "ConstantLR", "PolynomialLR", "CosineAnnealingWarmRestarts")
+from sequifier.config.errors import did_you_mean
+from sequifier.config.schema import GlobalTrainingConfig
+from sequifier.config.typed import ProblemList
+
 TAKES_TOTAL_STEPS = {"OneCycleLR": "total_steps", "PolynomialLR": "total_iters", "LinearLR": "total_iters", "CosineAnnealingLR": "T_max"}
 OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}
 
@@ -25,6 +27,20 @@ def accepted_arguments(kind: str, name: str) -> list[str]:
     if kind == "scheduler" and name == "OneCycleLR":
         names.append("total_steps")
     return list(dict.fromkeys(names))
+
+
+def check_arguments(training: GlobalTrainingConfig, problems: ProblemList) -> None:
+    """Every optimizer and scheduler argument is one the torch class takes (names were checked by config)."""
+    for kind, call in (("optimizer", training.optimizer), ("scheduler", training.scheduler)):
+        name = (call or {}).get("name")
+        if not hasattr(torch.optim if kind == "optimizer" else torch.optim.lr_scheduler, str(name)):
+            continue
+        accepted = accepted_arguments(kind, name)
+        for argument in call:
+            if argument != "name" and argument not in accepted:
+                owned = " (sequifier sets it from global_training.learning_rate)" if argument == "lr" else ""
+                problems.add(f"global_training.{kind}.{argument}", f"{name} does not take this argument{owned}"
+                             + did_you_mean(argument, accepted) + f"; it takes {', '.join(accepted)}")
 
 
 def build_optimizer(parameters: Iterable[torch.nn.Parameter], learning_rate: float, config: dict[str, Any]) -> torch.optim.Optimizer:

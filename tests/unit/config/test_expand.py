@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conftest import tiny_train_config
-from sequifier.config.compose import canonical_config, sweep_model_name
+from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.expand import expand_singletons
 
@@ -65,9 +65,3 @@ def test_accepted_alias_maps_to_the_canonical_spelling():
     config = tiny_train_config()
     config["model"]["backbone"]["architecture"]["normalization"]["type"] = "layer_norm"
     assert canonical_config(config).model.backbone.architecture.normalization.type == "layernorm"
-
-
-def test_sweep_model_names_carry_the_swept_values():
-    assert sweep_model_name("m", "global_training.learning_rate=0.001") == "m-learning_rate=0.001"
-    assert sweep_model_name("m", "a.dropout=0.1,b.dropout=0.2") == "m-a.dropout=0.1-b.dropout=0.2"
-    assert sweep_model_name("m", "") == "m"

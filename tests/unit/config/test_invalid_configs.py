@@ -21,6 +21,7 @@ from conftest import run_sequifier, tiny_train_config, write_yaml
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
+from sequifier.training.capabilities import check_supported
 
 METADATA = "configs/metadata_configs/events.json"
 DROP = object()  # a change that removes the field
@@ -345,7 +346,7 @@ VALIDATION_ROWS = [
 def test_invalid_config_is_rejected_with_its_canonical_path(base: str, changes: dict, path: str, fragment: str):
     config = apply(BASES[base](), changes)
     with pytest.raises(UserError) as error:
-        canonical_config(config)
+        check_supported(canonical_config(config))  # what the train command checks before any job starts
     assert_reported(error.value, path, fragment)
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import re
 from importlib import resources
 from pathlib import Path
@@ -12,8 +11,9 @@ import pytest
 import yaml
 
 from conftest import tiny_train_config, write_yaml
-from sequifier.config.compose import ENTRY_NAME, SEARCH_PATH, canonical_config, compose_config, config_groups, register_entry
+from sequifier.config.compose import canonical_config, compose_config, config_groups
 from sequifier.config.errors import UserError
+from sequifier.training.capabilities import check_supported
 
 CONF = Path(str(resources.files("sequifier.conf")))
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "configuration.md"
@@ -95,7 +95,7 @@ def tiny_file(tmp_path: Path) -> Path:
 def test_every_preset_folder_is_a_group_hydra_finds():
     assert {group for group, _ in PRESETS + LAUNCHERS + DATASET_PRESETS} == set(config_groups())
     assert {"model/backbone", "global_training/optimizer", "global_training/scheduler", "global_training/precision",
-            "global_training/distributed", "training_plan", "hydra/launcher"} <= set(config_groups())
+            "training_plan", "dataset_training/freeze"} <= set(config_groups())
 
 
 @pytest.mark.parametrize(("group", "option"), PRESETS + LAUNCHERS, ids=[f"{g}={o}" for g, o in PRESETS + LAUNCHERS])
@@ -169,21 +169,23 @@ def test_an_optimizer_preset_keeps_other_arguments_of_the_file_which_tilde_remov
     config["global_training"]["optimizer"] = {"name": "AdamW", "betas": [0.9, 0.95], "weight_decay": 0.1}
     config_file = write_yaml(tmp_path / "configs" / "train.yaml", config)
     with pytest.raises(UserError, match=r"global_training\.optimizer\.betas: SGD does not take this argument"):
-        canonical_config(compose_config(config_file, ["global_training/optimizer=sgd"]))
+        check_supported(canonical_config(compose_config(config_file, ["global_training/optimizer=sgd"])))
     optimizer = canonical_config(compose_config(config_file, ["global_training/optimizer=sgd", "~global_training.optimizer.betas"])).global_training.optimizer
     assert optimizer == {"name": "SGD", "momentum": 0.9, "dampening": 0.0, "nesterov": True, "weight_decay": 0.0}
 
 
-def test_precision_and_distributed_presets_set_global_training_keys(tiny_file: Path):
+def test_the_precision_preset_sets_global_training_keys_and_an_override_wins(tiny_file: Path):
     fp32 = canonical_config(compose_config(tiny_file, ["global_training/precision=fp32", "global_training.layer_autocast=true"]))
-    assert fp32.global_training.layer_autocast is True  # an explicit override wins over the preset
-    autocast = canonical_config(compose_config(tiny_file, ["global_training/precision=autocast"])).global_training
-    assert autocast.layer_autocast is True
-    for option, parallelism, backend in (("ddp_gloo_cpu", "ddp", "gloo"), ("ddp_nccl", "ddp", "nccl"), ("fsdp", "fsdp", "nccl")):
-        training = canonical_config(compose_config(tiny_file, [f"global_training/distributed={option}"])).global_training
-        assert (training.distributed, training.data_parallelism, training.backend, training.world_size) == (True, parallelism, backend, 2)
-        assert training.batch_size == 16  # the file's other global_training values stay
+    assert fp32.global_training.layer_autocast is True
+    assert fp32.global_training.batch_size == 16  # the file's other global_training values stay
 
+
+def test_only_presets_the_engine_runs_are_shipped():
+    root = resources.files("sequifier.conf")
+    shipped = {group: sorted(Path(p.name).stem for p in root.joinpath(group).iterdir() if p.name.endswith(".yaml")) for group in config_groups()}
+    assert "global_training/distributed" not in shipped
+    assert shipped["global_training/precision"] == ["fp32"]
+    assert "hydra/launcher" not in shipped
 
 def test_the_smoke_plan_trains_one_epoch_and_needs_a_singleton_plan(tmp_path: Path):
     config_file = write_yaml(tmp_path / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 7}))
@@ -193,28 +195,6 @@ def test_the_smoke_plan_trains_one_epoch_and_needs_a_singleton_plan(tmp_path: Pa
     named_file = write_yaml(tmp_path / "named" / "train.yaml", named)
     with pytest.raises(UserError, match="training_plan.epochs"):
         canonical_config(compose_config(named_file, ["training_plan=smoke"]))
-
-
-@pytest.mark.parametrize(("group", "option"), LAUNCHERS, ids=[f"{g}={o}" for g, o in LAUNCHERS])
-def test_a_launcher_preset_extends_submitit_slurm_with_its_real_fields(group: str, option: str):
-    from hydra_plugins.hydra_submitit_launcher.config import SlurmQueueConf
-
-    content = yaml.safe_load(_file(group, option).read_text())
-    assert content["defaults"] == ["submitit_slurm"]
-    settings = {k: v for k, v in content.items() if k != "defaults"}
-    assert set(settings) <= {f.name for f in dataclasses.fields(SlurmQueueConf)}
-    assert {"nodes", "tasks_per_node", "timeout_min"} <= set(settings)
-
-
-def test_the_slurm_ddp_launcher_composes_into_hydra_launcher(tiny_file: Path):
-    from hydra import compose, initialize_config_dir
-
-    register_entry(tiny_file)
-    with initialize_config_dir(version_base="1.3", config_dir=str(tiny_file.parent), job_name="train"):
-        cfg = compose(config_name=ENTRY_NAME, overrides=["hydra/launcher=slurm_ddp", "hydra.launcher.nodes=2", SEARCH_PATH], return_hydra_config=True)
-    launcher = cfg.hydra.launcher
-    assert launcher._target_.endswith("SlurmLauncher")
-    assert (launcher.nodes, launcher.tasks_per_node, launcher.gpus_per_node) == (2, 4, 4)
 
 
 def test_the_configuration_guide_lists_every_preset():

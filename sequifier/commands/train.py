@@ -1,0 +1,115 @@
+"""`sequifier train`: a config FILE and overrides -> one resolved RunSpec per job -> launch -> exported models.
+
+    argv -> compose (Hydra) -> expand + validate -> capability checks -> resolve (metadata) -> RunSpec
+         -> launch (in this process today; spawn, torchrun and Submitit enter at the same seam)
+         -> engine (training/engine.py) -> export (export/artifacts.py)
+
+Every job of the command (one, or each combination of a `-m` sweep) is composed, validated and
+resolved before any job starts. A job that Hydra runs in this process receives the RunSpec
+prepared for it; a job that a launcher runs in another process rebuilds it once from the config
+Hydra composed for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+import traceback
+from dataclasses import asdict, replace
+from pathlib import Path
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from sequifier.commands.sweep import HydraJob, current_job, print_summary, read_results, sweep_model_name, write_result
+from sequifier.config.compose import Overrides, TrainEntry, canonical_config, compose_entry, parse_overrides, read_entry, run_hydra
+from sequifier.config.errors import UserError
+from sequifier.config.resolve import RunSpec, resolve
+from sequifier.config.schema import TrainConfig
+from sequifier.config.validate_training import config_warnings
+from sequifier.distributed.launch import launch
+from sequifier.training.capabilities import check_supported
+
+logger = logging.getLogger("sequifier")
+PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their override lists
+
+
+def run(args: argparse.Namespace) -> int:
+    overrides = parse_overrides(command_overrides(args))
+    multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
+    if multirun and not args.multirun:
+        print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
+    if len(overrides.combinations) > 1 and not multirun:
+        raise UserError("command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them")
+    entry = read_entry(args.config_path)
+    PREPARED.clear()
+    configs = [prepare(entry, combination, overrides, resolve_metadata=not args.cfg) for combination in overrides.combinations]
+    for warning in config_warnings(configs[0]):
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.cfg:
+        print(OmegaConf.to_yaml(asdict(configs[0])), end="")
+        return 0
+    sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
+    run_hydra(entry, overrides, multirun, sweep_dir, train_task)
+    return print_summary(read_results(sweep_dir), sweep_dir) if multirun else 0
+
+
+def command_overrides(args: argparse.Namespace) -> list[str]:
+    """The trailing path=value overrides plus the flags that stand for config fields."""
+    overrides = list(args.overrides)
+    if args.model_name:
+        overrides.append(f"model_name={args.model_name}")
+    if args.seed is not None:
+        overrides.append(f"seed={args.seed}")
+    if args.skip_metadata:
+        overrides.append("skip_metadata=true")
+    return overrides
+
+
+def prepare(entry: TrainEntry, combination: list[str], overrides: Overrides, resolve_metadata: bool) -> TrainConfig:
+    """Compose, validate and (unless skipped) check and resolve one job; its RunSpec waits in PREPARED."""
+    try:
+        config = canonical_config(compose_entry(entry, combination))
+        if resolve_metadata and not config.skip_metadata:
+            check_supported(config)
+            PREPARED[tuple(combination)] = resolve(config, run_dir=Path("."))
+        return config
+    except UserError as error:
+        if len(overrides.combinations) > 1:
+            error.args = (f"{error} (job with overrides {' '.join(combination)})",)
+        raise
+
+
+def train_task(cfg: DictConfig) -> dict[str, Any]:
+    """Hydra's task: the job's RunSpec -> launch. A failing job of a sweep is reported and the sweep goes on."""
+    job = current_job()
+    name = sweep_model_name(str(cfg.model_name), job.override_dirname) if job.multirun else str(cfg.model_name)
+    result: dict[str, Any] = {"job": job.number, "overrides": list(job.overrides), "model_name": name}
+    try:
+        outcome = launch(job_spec(cfg, job, name))
+        result.update(status="ok", monitored_loss=outcome.monitored_loss, best_epoch=outcome.best_epoch,
+                      validation=outcome.final_validation, exported=outcome.exported)
+    except UserError as error:
+        if not job.multirun:
+            print(f"error: {error}", file=sys.stderr)
+            raise SystemExit(error.exit_code) from None
+        result.update(status="failed", error=str(error))
+    except Exception as error:
+        if not job.multirun:
+            raise
+        logger.error("job failed:\n%s", traceback.format_exc())
+        result.update(status="failed", error=f"{type(error).__name__}: {error}")
+    write_result(job, result)
+    return result
+
+
+def job_spec(cfg: DictConfig, job: HydraJob, model_name: str) -> RunSpec:
+    """The prepared RunSpec of this job, or (in another process, or with --skip-metadata) one resolved now."""
+    spec = PREPARED.get(job.overrides)
+    if spec is None:
+        config = canonical_config(OmegaConf.to_container(cfg, resolve=True))
+        check_supported(config)
+        spec = resolve(config, run_dir=job.run_dir)
+    return replace(spec, run_dir=job.run_dir, model_name=model_name, config=replace(spec.config, model_name=model_name))
