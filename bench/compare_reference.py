@@ -79,12 +79,17 @@ def write_raw_table(sequences: list[np.ndarray], rng: np.random.Generator, path:
     events = np.concatenate(sequences)
     amount_means = rng.uniform(-5.0, 20.0, N_EVENTS)
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.table({
-        "sequenceId": np.repeat(np.arange(len(sequences)), [len(s) for s in sequences]),
-        "itemPosition": np.concatenate([np.arange(len(s)) for s in sequences]),
-        TARGET: [event_name(e) for e in events],
-        "amount": amount_means[events] + rng.normal(0.0, 2.0, len(events)),
-    }), path)
+    pq.write_table(
+        pa.table(
+            {
+                "sequenceId": np.repeat(np.arange(len(sequences)), [len(s) for s in sequences]),
+                "itemPosition": np.concatenate([np.arange(len(s)) for s in sequences]),
+                TARGET: [event_name(e) for e in events],
+                "amount": amount_means[events] + rng.normal(0.0, 2.0, len(events)),
+            }
+        ),
+        path,
+    )
 
 
 def event_name(event: int) -> str:
@@ -93,52 +98,90 @@ def event_name(event: int) -> str:
 
 def preprocess_config(context_length: int) -> dict:
     return {
-        "project_root": ".", "preprocessing_data_path": "data/events.parquet", "read_format": "parquet",
-        "write_format": "parquet", "merge_output": True, "selected_columns": [TARGET, "amount"],
-        "split_ratios": [0.8, 0.1, 0.1], "split_method": "within_sequence", "window_length": context_length + 1,
-        "window_stride": context_length, "max_target_offset": 1, "seed": 1010, "n_cores": 1,
+        "project_root": ".",
+        "preprocessing_data_path": "data/events.parquet",
+        "read_format": "parquet",
+        "write_format": "parquet",
+        "merge_output": True,
+        "selected_columns": [TARGET, "amount"],
+        "split_ratios": [0.8, 0.1, 0.1],
+        "split_method": "within_sequence",
+        "window_length": context_length + 1,
+        "window_stride": context_length,
+        "max_target_offset": 1,
+        "seed": 1010,
+        "n_cores": 1,
     }
 
 
 def train_config(context_length: int, prediction_length: int, epochs: int, seed: int) -> dict:
     """Only fields that mean the same in both tools; 3.x's defaults differ in scheduler and torch_compile."""
     return {
-        "project_root": ".", "model_name": "compare", "device": "cpu", "seed": seed,
+        "project_root": ".",
+        "model_name": "compare",
+        "device": "cpu",
+        "seed": seed,
         "global_training": {
-            "read_format": "parquet", "training_objective": "causal", "context_length": context_length,
-            "target_offset": 1, "inference_batch_size": 64, "batch_size": 32, "learning_rate": 0.003,
+            "read_format": "parquet",
+            "training_objective": "causal",
+            "context_length": context_length,
+            "target_offset": 1,
+            "inference_batch_size": 64,
+            "batch_size": 32,
+            "learning_rate": 0.003,
             "optimizer": {"name": "AdamW", "weight_decay": 0.01},
-            "scheduler": {"name": "StepLR", "step_size": 1, "gamma": 0.99}, "scheduler_step_on": "epoch",
+            "scheduler": {"name": "StepLR", "step_size": 1, "gamma": 0.99},
+            "scheduler_step_on": "epoch",
             "torch_compile": "none",
         },
         "model": {
-            "backbone": {"architecture": {
-                "dim_model": 32, "max_context_length": context_length, "num_layers": 2,
-                "attention": {"type": "mha", "n_heads": 4, "n_kv_heads": 4, "output_projection": True},
-                "feed_forward": {"dim": 64, "activation": "swiglu"},
-                "normalization": {"type": "rmsnorm", "norm_first": True},
-                "position_encoding": {"type": "rope", "theta": 10000}, "dropout": 0.0, "shared_layer_groups": [],
-            }},
+            "backbone": {
+                "architecture": {
+                    "dim_model": 32,
+                    "max_context_length": context_length,
+                    "num_layers": 2,
+                    "attention": {"type": "mha", "n_heads": 4, "n_kv_heads": 4, "output_projection": True},
+                    "feed_forward": {"dim": 64, "activation": "swiglu"},
+                    "normalization": {"type": "rmsnorm", "norm_first": True},
+                    "position_encoding": {"type": "rope", "theta": 10000},
+                    "dropout": 0.0,
+                    "shared_layer_groups": [],
+                }
+            },
             "interface": {
-                "input_columns": [TARGET, "amount"], "target_columns": [TARGET],
-                "ingestion": {"type": "embedding", "output_dim": 32,
-                              "feature_embedding_dims": {TARGET: 24, "amount": 8}},
+                "input_columns": [TARGET, "amount"],
+                "target_columns": [TARGET],
+                "ingestion": {
+                    "type": "embedding",
+                    "output_dim": 32,
+                    "feature_embedding_dims": {TARGET: 24, "amount": 8},
+                },
                 "decoder": {"type": "linear", "prediction_length": prediction_length, "support": 1},
             },
         },
-        "dataset": {"part": {"metadata_config_path": "configs/metadata_configs/events.json"},
-                    "criterion": {TARGET: "CrossEntropyLoss"}},
+        "dataset": {
+            "part": {"metadata_config_path": "configs/metadata_configs/events.json"},
+            "criterion": {TARGET: "CrossEntropyLoss"},
+        },
         "training_plan": {"epochs": epochs},
-        "evaluation": True, "export_onnx": True, "export_pt": False,
+        "evaluation": True,
+        "export_onnx": True,
+        "export_pt": False,
     }
 
 
 def infer_config(model_path: str) -> dict:
     """One infer.yaml both tools accept unchanged."""
     return {
-        "project_root": ".", "model_path": model_path, "data_path": "data/events-split2.parquet", "device": "cpu",
-        "model_type": "generative", "output_probabilities": True, "decode_categories": True,
-        "inference_batch_size": 64, "write_format": "csv",
+        "project_root": ".",
+        "model_path": model_path,
+        "data_path": "data/events-split2.parquet",
+        "device": "cpu",
+        "model_type": "generative",
+        "output_probabilities": True,
+        "decode_categories": True,
+        "inference_batch_size": 64,
+        "write_format": "csv",
     }
 
 
@@ -153,15 +196,17 @@ def run_tool(executable: Path, project: Path, *arguments: str) -> None:
         done = subprocess.run([str(executable), *arguments], cwd=project, stdout=stream, stderr=subprocess.STDOUT)
     if done.returncode != 0:
         tail = log.read_text().strip().splitlines()[-5:]
-        raise RuntimeError(f"{executable} {arguments[0]} failed in {project} (exit {done.returncode}):\n"
-                           + "\n".join(tail))
+        raise RuntimeError(
+            f"{executable} {arguments[0]} failed in {project} (exit {done.returncode}):\n" + "\n".join(tail)
+        )
 
 
 def compare_layouts(reference: Path, ours: Path) -> str:
     """Whether this project's metadata and stored splits equal 3.x's, reals up to rounding."""
     files = ["configs/metadata_configs/events.json"] + [f"data/events-split{split}.parquet" for split in range(3)]
-    differing = [name for name in files
-                 if not nearly_equal(stored_content(reference / name), stored_content(ours / name))]
+    differing = [
+        name for name in files if not nearly_equal(stored_content(reference / name), stored_content(ours / name))
+    ]
     return f"differ in {', '.join(differing)}" if differing else "match (reals within 1e-9 relative)"
 
 
@@ -273,8 +318,20 @@ def preprocess_both(context: int, workdir: Path, args) -> Path:
 
 
 def print_table(rows: list[list[str]]) -> None:
-    header = ["ctx", "pred", "rows 3.x", "rows ours", "common", "CE 3.x", "CE ours", "oracle",
-              "first", "first 3.x", "first ours", "first oracle"]
+    header = [
+        "ctx",
+        "pred",
+        "rows 3.x",
+        "rows ours",
+        "common",
+        "CE 3.x",
+        "CE ours",
+        "oracle",
+        "first",
+        "first 3.x",
+        "first ours",
+        "first oracle",
+    ]
     widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
     for row in [header] + rows:
         print("  ".join(cell.rjust(width) for cell, width in zip(row, widths)))
@@ -300,8 +357,10 @@ def main() -> None:
     write_raw_table(sequences, rng, workdir / "events.parquet")
     stationary_entropy = float(-(chain.stationary * np.log(chain.stationary)).sum())
     print(f"work folder {workdir}: {len(sequences)} sequences, {len(truth)} items, {N_EVENTS} events")
-    print(f"uniform guess {math.log(N_EVENTS):.4f}; chain entropy rate {chain.entropy_rate:.4f}; "
-          f"first item without context (stationary entropy) {stationary_entropy:.4f}")
+    print(
+        f"uniform guess {math.log(N_EVENTS):.4f}; chain entropy rate {chain.entropy_rate:.4f}; "
+        f"first item without context (stationary entropy) {stationary_entropy:.4f}"
+    )
     rows = []
     for context in args.context_length:
         data_project = preprocess_both(context, workdir, args)

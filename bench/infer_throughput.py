@@ -43,9 +43,17 @@ def write_project(root: Path, windows: int, context: int) -> None:
     width = context + 1
     id_map = {f"v{i:02d}": i + 3 for i in range(N_VALUES)} | {"[unknown]": 0, "[other]": 1}
     metadata = {
-        "n_classes": {"event": N_VALUES + 3}, "id_maps": {"event": id_map}, "special_token_ids": {"[unknown]": 0, "[other]": 1, "[mask]": 2},
-        "split_paths": ["data/bench-split0.parquet"], "column_data_types": {"event": "Int64"}, "selected_columns_statistics": {},
-        "normalize_real_columns": True, "window_length": width, "window_lengths": [width], "window_stride": width, "max_target_offset": 1,
+        "n_classes": {"event": N_VALUES + 3},
+        "id_maps": {"event": id_map},
+        "special_token_ids": {"[unknown]": 0, "[other]": 1, "[mask]": 2},
+        "split_paths": ["data/bench-split0.parquet"],
+        "column_data_types": {"event": "Int64"},
+        "selected_columns_statistics": {},
+        "normalize_real_columns": True,
+        "window_length": width,
+        "window_lengths": [width],
+        "window_stride": width,
+        "max_target_offset": 1,
     }
     (root / "configs").mkdir(parents=True)
     (root / "configs" / "bench.json").write_text(json.dumps(metadata))
@@ -54,18 +62,34 @@ def write_project(root: Path, windows: int, context: int) -> None:
     values[np.arange(width)[None, :] < padding[:, None]] = 0
     sequence_ids = np.arange(windows, dtype=np.int64)
     starts = -padding.astype(np.int64)
-    stored = StoredWindows({"event": values.astype(np.float64)}, sequence_ids, np.zeros(windows, np.int64), starts, padding.astype(np.int64),
-                           starts + padding, starts + width)
+    stored = StoredWindows(
+        {"event": values.astype(np.float64)},
+        sequence_ids,
+        np.zeros(windows, np.int64),
+        starts,
+        padding.astype(np.int64),
+        starts + padding,
+        starts + width,
+    )
     write_split_parquet(root / "data" / "bench-split0.parquet", stored, ["event"])
 
 
 def export_models(root: Path, context: int, dim: int, layers: int, heads: int, ffn: int) -> None:
     config = {
-        "model_name": "bench", "seed": 1,
+        "model_name": "bench",
+        "seed": 1,
         "global_training": {"context_length": context},
         "model": {
-            "backbone": {"architecture": {"dim_model": dim, "num_layers": layers, "attention": {"type": "mha", "n_heads": heads},
-                                          "feed_forward": {"dim": ffn, "activation": "swiglu"}, "position_encoding": {"type": "rope"}, "dropout": 0.1}},
+            "backbone": {
+                "architecture": {
+                    "dim_model": dim,
+                    "num_layers": layers,
+                    "attention": {"type": "mha", "n_heads": heads},
+                    "feed_forward": {"dim": ffn, "activation": "swiglu"},
+                    "position_encoding": {"type": "rope"},
+                    "dropout": 0.1,
+                }
+            },
             "interface": {"input_columns": ["event"], "target_columns": ["event"], "ingestion": {"type": "embedding"}},
         },
         "dataset": {"part": {"metadata_config_path": "configs/bench.json"}, "criterion": {"event": "CrossEntropyLoss"}},
@@ -80,7 +104,12 @@ def export_models(root: Path, context: int, dim: int, layers: int, heads: int, f
 
 def time_inference(root: Path, model: str, batch_size: int, write_format: str) -> tuple[float, float]:
     """Wall seconds and process CPU seconds of one end-to-end infer run."""
-    config = {"model_path": f"models/{model}", "data_path": "data/bench-split0.parquet", "inference_batch_size": batch_size, "write_format": write_format}
+    config = {
+        "model_path": f"models/{model}",
+        "data_path": "data/bench-split0.parquet",
+        "inference_batch_size": batch_size,
+        "write_format": write_format,
+    }
     path = root / "configs" / f"infer-{model}.yaml"
     path.write_text(yaml.safe_dump(config))
     started, cpu = time.perf_counter(), time.process_time()
@@ -108,14 +137,20 @@ def main() -> None:
         cwd = Path.cwd()
         os.chdir(root)
         try:
-            print(f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}; "
-                  f"{args.windows} windows, batch {args.batch_size}, {args.write_format} output, {torch.get_num_threads()} torch threads, {os.cpu_count()} cores")
+            print(
+                f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}; "
+                f"{args.windows} windows, batch {args.batch_size}, {args.write_format} output, {torch.get_num_threads()} torch threads, {os.cpu_count()} cores"
+            )
             for model in ("bench-last-1.onnx", "bench-last-1.pt"):
-                runs = sorted(time_inference(root, model, args.batch_size, args.write_format) for _ in range(args.repeats))
+                runs = sorted(
+                    time_inference(root, model, args.batch_size, args.write_format) for _ in range(args.repeats)
+                )
                 best, cpu = runs[0]
                 median = runs[len(runs) // 2][0]
-                print(f"{Path(model).suffix[1:].upper():>4}: {args.windows / best:,.0f} windows/s best of {args.repeats} "
-                      f"({best:.2f} s end to end, CPU use {cpu / best:.2f}); median {args.windows / median:,.0f} windows/s")
+                print(
+                    f"{Path(model).suffix[1:].upper():>4}: {args.windows / best:,.0f} windows/s best of {args.repeats} "
+                    f"({best:.2f} s end to end, CPU use {cpu / best:.2f}); median {args.windows / median:,.0f} windows/s"
+                )
         finally:
             os.chdir(cwd)
 

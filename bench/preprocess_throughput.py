@@ -45,14 +45,16 @@ def make_input(rows: int, path: Path, shuffled: bool, seed: int = 7) -> None:
     sequence_ids = np.repeat(np.arange(n_sequences, dtype=np.int64), lengths)
     starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
     events = np.array([f"e{i:02d}" for i in range(20)])
-    table = pa.table({
-        "sequenceId": sequence_ids,
-        "itemPosition": np.arange(rows, dtype=np.int64) - starts,
-        "event": pa.array(events[rng.integers(0, 20, size=rows)]),
-        "channel": rng.integers(0, 5, size=rows),
-        "amount": rng.gamma(2.0, 15.0, size=rows),
-        "delay": rng.exponential(1.5, size=rows),
-    })
+    table = pa.table(
+        {
+            "sequenceId": sequence_ids,
+            "itemPosition": np.arange(rows, dtype=np.int64) - starts,
+            "event": pa.array(events[rng.integers(0, 20, size=rows)]),
+            "channel": rng.integers(0, 5, size=rows),
+            "amount": rng.gamma(2.0, 15.0, size=rows),
+            "delay": rng.exponential(1.5, size=rows),
+        }
+    )
     if shuffled:
         table = table.take(pa.array(rng.permutation(rows)))
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -100,7 +102,9 @@ print(json.dumps({"rc": done.returncode, "wall": wall, "stderr": done.stderr[-40
 def run_measured(project: Path) -> dict:
     """One `sequifier preprocess` run in a fresh child: wall time, largest process RSS, sampled tree RSS."""
     command = [sys.executable, "-m", "sequifier", "preprocess", "--config-path", "configs/preprocess.yaml"]
-    wrapper = subprocess.Popen([sys.executable, "-c", MEASURE, *command], cwd=project, stdout=subprocess.PIPE, text=True)
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", MEASURE, *command], cwd=project, stdout=subprocess.PIPE, text=True
+    )
     tree_peak = 0
     while wrapper.poll() is None:
         tree_peak = max(tree_peak, _tree_rss_kib(wrapper.pid))
@@ -128,16 +132,23 @@ def main() -> None:
             make_input(rows, project / "data" / f"events.{args.input}", args.shuffled)
             for form in args.forms:
                 config = {
-                    "project_root": ".", "preprocessing_data_path": f"data/events.{args.input}",
-                    "selected_columns": ["event", "channel", "amount", "delay"], "split_ratios": [0.8, 0.1, 0.1],
-                    "window_length": args.window_length, "window_stride": args.window_stride, "n_cores": args.n_cores,
+                    "project_root": ".",
+                    "preprocessing_data_path": f"data/events.{args.input}",
+                    "selected_columns": ["event", "channel", "amount", "delay"],
+                    "split_ratios": [0.8, 0.1, 0.1],
+                    "window_length": args.window_length,
+                    "window_stride": args.window_stride,
+                    "n_cores": args.n_cores,
                     **FORMS[form],
                 }
                 (project / "configs").mkdir(parents=True, exist_ok=True)
                 (project / "configs" / "preprocess.yaml").write_text(yaml.safe_dump(config))
                 result = run_measured(project)
-                print(f"{rows:>9,}  {form:<15} {result['wall']:>7.2f} {rows / result['wall']:>11,.0f} "
-                      f"{result['max_rss_mib']:>11.0f} {result['tree_peak_mib']:>12.0f}", flush=True)
+                print(
+                    f"{rows:>9,}  {form:<15} {result['wall']:>7.2f} {rows / result['wall']:>11,.0f} "
+                    f"{result['max_rss_mib']:>11.0f} {result['tree_peak_mib']:>12.0f}",
+                    flush=True,
+                )
 
 
 if __name__ == "__main__":

@@ -25,16 +25,25 @@ from sequifier.training.losses import TargetLosses
 N_CLASSES = 27
 
 
-def seed_network(dim: int, layers: int, heads: int, ffn: int, context: int) -> tuple[SequifierNetwork, list[ColumnSpec], dict]:
+def seed_network(
+    dim: int, layers: int, heads: int, ffn: int, context: int
+) -> tuple[SequifierNetwork, list[ColumnSpec], dict]:
     architecture = ArchitectureConfig(
-        dim_model=dim, num_layers=layers, max_context_length=context,
+        dim_model=dim,
+        num_layers=layers,
+        max_context_length=context,
         attention=AttentionConfig(type="mha", n_heads=heads, n_kv_heads=heads),
         feed_forward=FeedForwardConfig(dim=ffn, activation="swiglu"),
-        position_encoding=PositionEncodingConfig(type="rope"), dropout=0.1,
+        position_encoding=PositionEncodingConfig(type="rope"),
+        dropout=0.1,
     )
     event = ColumnSpec("event", "categorical", N_CLASSES)
     class_ids = {"event": predictable_class_ids(event, ())}
-    interface = Interface(EmbeddingIngestion([event], {"event": dim}, dim, 0, 0.0), torch.nn.Identity(), Decoder(dim, [event], class_ids, 1))
+    interface = Interface(
+        EmbeddingIngestion([event], {"event": dim}, dim, 0, 0.0),
+        torch.nn.Identity(),
+        Decoder(dim, [event], class_ids, 1),
+    )
     return SequifierNetwork(Backbone(architecture, context), {"default": interface}), [event], class_ids
 
 
@@ -65,7 +74,9 @@ def main() -> None:
     args = parser.parse_args()
     torch.manual_seed(0)
     network, targets, class_ids = seed_network(args.dim, args.layers, args.heads, args.ffn, args.context)
-    losses = TargetLosses(targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()})
+    losses = TargetLosses(
+        targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
+    )
     optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
     inputs = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
     targets_batch = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
@@ -92,8 +103,10 @@ def main() -> None:
     tokens_per_second = args.steps * args.batch_size * args.context / elapsed
     peak = matmul_peak()
     flops = model_flops_per_token(network, args.layers, args.dim, args.context)
-    print(f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}, batch {args.batch_size}, "
-          f"{sum(p.numel() for p in network.parameters())} parameters, {torch.get_num_threads()} threads")
+    print(
+        f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}, batch {args.batch_size}, "
+        f"{sum(p.numel() for p in network.parameters())} parameters, {torch.get_num_threads()} threads"
+    )
     print(f"tokens/s: {tokens_per_second:,.0f}")
     print(f"counted targets/s: {counted / elapsed:,.0f} (every position of a full window is a target)")
     print(f"samples/s: {tokens_per_second / args.context:,.0f}")

@@ -13,8 +13,12 @@ DESCRIPTION = "Train transformer models on tabular event sequences: make -> prep
 
 
 def _config_path(parser: argparse.ArgumentParser, command: str) -> None:
-    parser.add_argument("--config-path", type=Path, default=Path(f"configs/{command}.yaml"),
-                        help=f"YAML config file (default: configs/{command}.yaml)")
+    parser.add_argument(
+        "--config-path",
+        type=Path,
+        default=Path(f"configs/{command}.yaml"),
+        help=f"YAML config file (default: configs/{command}.yaml)",
+    )
     parser.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
 
 
@@ -31,18 +35,33 @@ def build_parser() -> argparse.ArgumentParser:
     _config_path(preprocess, "preprocess")
     preprocess.add_argument("--data-path", help="input file or folder, overriding preprocessing_data_path")
     preprocess.add_argument("--selected-columns", help="comma-separated columns to keep, overriding selected_columns")
-    preprocess.add_argument("--randomize", action="store_true",
-                            help="draw a fresh seed instead of the config's seed (it is printed and recorded in the metadata as `seed`)")
+    preprocess.add_argument(
+        "--randomize",
+        action="store_true",
+        help="draw a fresh seed instead of the config's seed (it is printed and recorded in the metadata as `seed`)",
+    )
 
-    train = commands.add_parser("train", help="train a model; trailing key=value overrides go to Hydra",
-                                usage="sequifier train [--config-path F] [flags] [path=value ...]",
-                                description="Train a model. Any config field can be overridden as path=value after the flags "
-                                            "(+path=value adds a field, ~path removes one); -m sweeps comma-separated values.")
+    train = commands.add_parser(
+        "train",
+        help="train a model; trailing key=value overrides go to Hydra",
+        usage="sequifier train [--config-path F] [flags] [path=value ...]",
+        description="Train a model. Any config field can be overridden as path=value after the flags "
+        "(+path=value adds a field, ~path removes one); -m sweeps comma-separated values.",
+    )
     _config_path(train, "train")
     train.add_argument("--model-name", help="override model_name")
     train.add_argument("--seed", type=int, help="override seed")
-    train.add_argument("--skip-metadata", action="store_true", help="skip metadata checks before launching (jobs still read it), e.g. when submitting from a node without the data")
-    train.add_argument("-m", "--multirun", action="store_true", help="run every combination of comma-separated override values as its own job")
+    train.add_argument(
+        "--skip-metadata",
+        action="store_true",
+        help="skip metadata checks before launching (jobs still read it), e.g. when submitting from a node without the data",
+    )
+    train.add_argument(
+        "-m",
+        "--multirun",
+        action="store_true",
+        help="run every combination of comma-separated override values as its own job",
+    )
     train.add_argument("--cfg", choices=["job"], help="print the expanded canonical config and exit")
 
     infer = commands.add_parser("infer", help="run an exported model over preprocessed data")
@@ -51,7 +70,9 @@ def build_parser() -> argparse.ArgumentParser:
     infer.add_argument("--model-path", help="model file (.onnx or .pt; a glob picks the newest), overriding model_path")
     seeding = infer.add_mutually_exclusive_group()
     seeding.add_argument("--seed", type=int, help="seed of sampling and inference-time dropout, overriding seed")
-    seeding.add_argument("--randomize", action="store_true", help="draw a fresh seed (printed) instead of the configured one")
+    seeding.add_argument(
+        "--randomize", action="store_true", help="draw a fresh seed (printed) instead of the configured one"
+    )
     return parser
 
 

@@ -19,15 +19,25 @@ TINY_TRAIN = {
     "seed": 11,
     "global_training": {"context_length": 8, "batch_size": 16, "learning_rate": 0.003, "inference_batch_size": 64},
     "model": {
-        "backbone": {"architecture": {
-            "dim_model": 16, "num_layers": 1, "attention": {"type": "mha", "n_heads": 2},
-            "feed_forward": {"dim": 32, "activation": "swiglu"}, "normalization": {"type": "rmsnorm", "norm_first": True},
-            "position_encoding": {"type": "rope"}, "dropout": 0.1,
-        }},
+        "backbone": {
+            "architecture": {
+                "dim_model": 16,
+                "num_layers": 1,
+                "attention": {"type": "mha", "n_heads": 2},
+                "feed_forward": {"dim": 32, "activation": "swiglu"},
+                "normalization": {"type": "rmsnorm", "norm_first": True},
+                "position_encoding": {"type": "rope"},
+                "dropout": 0.1,
+            }
+        },
         "interface": {
             "input_columns": ["event", "channel", "amount"],
             "target_columns": ["event", "amount"],
-            "ingestion": {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "channel": 4, "amount": 4}},
+            "ingestion": {
+                "type": "embedding",
+                "output_dim": 16,
+                "feature_embedding_dims": {"event": 8, "channel": 4, "amount": 4},
+            },
             "decoder": {"type": "linear", "prediction_length": 1, "support": 1},
         },
     },
@@ -63,4 +73,6 @@ def tiny_train_config(**top_level) -> dict:
 
 def run_sequifier(args: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     """Run `sequifier ARGS` in a fresh interpreter, as a user's shell would."""
-    return subprocess.run([sys.executable, "-m", "sequifier", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, "-m", "sequifier", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
+    )

@@ -9,16 +9,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-
 from conftest import REFERENCE_DIR
+
 from sequifier.data.stored import StoredWindows, load_split
 
 SPLITS_REFERENCE_DIR = REFERENCE_DIR.parent / "reference-v3-splits"
 COLUMNS = ["event", "channel", "amount", "delay"]
 CATEGORICAL = ["event", "channel"]
 IDENTIFIER_ATTRIBUTES = (
-    "sequence_ids", "subsequence_ids", "start_item_positions", "left_pad_lengths",
-    "split_start_item_positions", "split_end_item_positions",
+    "sequence_ids",
+    "subsequence_ids",
+    "start_item_positions",
+    "left_pad_lengths",
+    "split_start_item_positions",
+    "split_end_item_positions",
 )
 
 
@@ -104,7 +108,9 @@ def assert_folder_metadata_matches(folder: Path, expected: dict) -> None:
 REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 
 
-def preprocess_reference(root: Path, monkeypatch, data_file: Path = REFERENCE_PARQUET, randomize: bool = False, **changes) -> Path:
+def preprocess_reference(
+    root: Path, monkeypatch, data_file: Path = REFERENCE_PARQUET, randomize: bool = False, **changes
+) -> Path:
     """Preprocess `data_file` in a project at `root` with the reference config plus `changes`; returns the metadata path."""
     from sequifier.config.preprocess import load_preprocess_config
     from sequifier.preprocess import run_preprocess

@@ -66,7 +66,9 @@ def print_summary(results: list[dict[str, Any]], sweep_dir: Path) -> int:
         loss = result.get("monitored_loss")
         shown = f"{loss:.4f}" if isinstance(loss, (int, float)) else "-"
         overrides = " ".join(result.get("overrides", []))
-        print(f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  {result.get('model_name')}  {overrides}")
+        print(
+            f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  {result.get('model_name')}  {overrides}"
+        )
         if result.get("status") != "ok":
             print(f"      {result.get('error', '')}")
     return 0 if results and all(r.get("status") == "ok" for r in results) else 1

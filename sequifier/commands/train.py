@@ -24,7 +24,15 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from sequifier.commands.sweep import HydraJob, current_job, print_summary, read_results, sweep_model_name, write_result
-from sequifier.config.compose import Overrides, TrainEntry, canonical_config, compose_entry, parse_overrides, read_entry, run_hydra
+from sequifier.config.compose import (
+    Overrides,
+    TrainEntry,
+    canonical_config,
+    compose_entry,
+    parse_overrides,
+    read_entry,
+    run_hydra,
+)
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
@@ -42,10 +50,14 @@ def run(args: argparse.Namespace) -> int:
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
     if len(overrides.combinations) > 1 and not multirun:
-        raise UserError("command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them")
+        raise UserError(
+            "command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them"
+        )
     entry = read_entry(args.config_path)
     PREPARED.clear()
-    configs = [prepare(entry, combination, overrides, resolve_metadata=not args.cfg) for combination in overrides.combinations]
+    configs = [
+        prepare(entry, combination, overrides, resolve_metadata=not args.cfg) for combination in overrides.combinations
+    ]
     for warning in config_warnings(configs[0]):
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
@@ -89,8 +101,13 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     result: dict[str, Any] = {"job": job.number, "overrides": list(job.overrides), "model_name": name}
     try:
         outcome = launch(job_spec(cfg, job, name))
-        result.update(status="ok", monitored_loss=outcome.monitored_loss, best_epoch=outcome.best_epoch,
-                      validation=outcome.final_validation, exported=outcome.exported)
+        result.update(
+            status="ok",
+            monitored_loss=outcome.monitored_loss,
+            best_epoch=outcome.best_epoch,
+            validation=outcome.final_validation,
+            exported=outcome.exported,
+        )
     except UserError as error:
         if not job.multirun:
             print(f"error: {error}", file=sys.stderr)

@@ -110,9 +110,13 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
     register_entry(entry)
     _check_placed_presets(overrides)
     try:
-        with initialize_config_dir(version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"):
+        with initialize_config_dir(
+            version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"
+        ):
             try:
-                return OmegaConf.to_container(compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH]), resolve=True)
+                return OmegaConf.to_container(
+                    compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH]), resolve=True
+                )
             except (HydraException, OmegaConfBaseException):
                 selections = [o for o in overrides if "/" in o.split("=", 1)[0]]
                 _check_override_keys(compose(config_name=ENTRY_NAME, overrides=selections + [SEARCH_PATH]), overrides)
@@ -130,8 +134,11 @@ def _check_placed_presets(overrides: list[str]) -> None:
     for override in overrides:
         group, _, option = override.lstrip("+").partition("=")
         if group.startswith(PLACED_GROUPS) and "@" not in group:
-            raise UserError(group, f"a dataset preset needs the dataset it applies to: +{group}@dataset.freeze={option} (singleton file) "
-                                   f"or +{group}@dataset_training.<name>.freeze={option}")
+            raise UserError(
+                group,
+                f"a dataset preset needs the dataset it applies to: +{group}@dataset.freeze={option} (singleton file) "
+                f"or +{group}@dataset_training.<name>.freeze={option}",
+            )
 
 
 def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
@@ -148,7 +155,12 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
                 break
             if part not in node:
                 where = ".".join(walked + [part])
-                raise UserError(where, "unknown field" + did_you_mean(part, [str(k) for k in node]) + f"; to add a new field write +{key}=...")
+                raise UserError(
+                    where,
+                    "unknown field"
+                    + did_you_mean(part, [str(k) for k in node])
+                    + f"; to add a new field write +{key}=...",
+                )
             walked.append(part)
             node = node[part]
 
@@ -158,7 +170,9 @@ def canonical_config(data: dict[str, Any]) -> TrainConfig:
     return validate(expand_singletons(data))
 
 
-def run_hydra(entry: TrainEntry, overrides: Overrides, multirun: bool, sweep_dir: Path, task: Callable[[DictConfig], Any]) -> None:
+def run_hydra(
+    entry: TrainEntry, overrides: Overrides, multirun: bool, sweep_dir: Path, task: Callable[[DictConfig], Any]
+) -> None:
     """Hand the command to hydra.main: Hydra runs `task` once per job (in this process, or through a launcher)."""
     import hydra
 

@@ -32,7 +32,9 @@ def expand_singletons(data: dict[str, Any]) -> dict[str, Any]:
     for section, spellings in SPELLINGS.items():
         _check_spellings(out.get(section), spellings, section)
     if not _present(out.get("dataset")) and not _present(out.get("dataset_training")):
-        raise UserError("dataset", "no dataset is configured: add dataset (part, criterion) or dataset_training for several")
+        raise UserError(
+            "dataset", "no dataset is configured: add dataset (part, criterion) or dataset_training for several"
+        )
     model = out.get("model")
     if isinstance(model, dict):
         _singular_to_named(model, "interface", "interfaces", "model")
@@ -54,7 +56,10 @@ def _check_spellings(node: Any, spellings: tuple[str, ...], path: str) -> None:
         return
     for key in node:
         if key not in spellings:
-            raise UserError(f"{path}.{key}", "unknown field" + did_you_mean(str(key), spellings) + f"; {path} takes {', '.join(spellings)}")
+            raise UserError(
+                f"{path}.{key}",
+                "unknown field" + did_you_mean(str(key), spellings) + f"; {path} takes {', '.join(spellings)}",
+            )
 
 
 def _present(value: Any) -> bool:
@@ -92,7 +97,9 @@ def _infer_interface(dataset: dict[str, Any], config: dict[str, Any], path: str)
 def _single_source(config: dict[str, Any], where: str) -> str:
     name = _only_name(config.get("dataset_training"))
     if name is None:
-        raise UserError(where, "cannot infer the source: name one explicitly because there are several datasets (or none)")
+        raise UserError(
+            where, "cannot infer the source: name one explicitly because there are several datasets (or none)"
+        )
     return name
 
 
@@ -101,7 +108,9 @@ def _expand_plan(config: dict[str, Any]) -> None:
     if not isinstance(plan, dict) or "epochs" not in plan:
         return
     if _present(plan.get("phases")):
-        raise UserError("training_plan.epochs", "cannot be combined with training_plan.phases; put epochs in each phase")
+        raise UserError(
+            "training_plan.epochs", "cannot be combined with training_plan.phases; put epochs in each phase"
+        )
     epochs = plan.pop("epochs")
     source = _single_source(config, "training_plan.epochs")
     plan["phases"] = [{"name": "train", "epochs": epochs, "mode": "sequential", "sources": [{"source": source}]}]

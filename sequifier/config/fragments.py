@@ -37,7 +37,9 @@ def compose_file(entry: Path) -> dict[str, Any]:
             raise UserError(KEY, f"{raw!r} is listed twice or is the entry file itself ({included[fragment]})")
         included[fragment] = raw
         if not fragment.is_file():
-            raise UserError(KEY, f"fragment {raw!r} does not exist at {fragment} (paths resolve against project_root {root})")
+            raise UserError(
+                KEY, f"fragment {raw!r} does not exist at {fragment} (paths resolve against project_root {root})"
+            )
         addition = read_yaml_mapping(fragment, resolve=False)
         if KEY in addition:
             raise UserError(str(fragment), f"a fragment cannot include further fragments ({KEY})")
@@ -45,7 +47,9 @@ def compose_file(entry: Path) -> dict[str, Any]:
     return merged
 
 
-def _merge_disjoint(target: dict, addition: dict, prefix: str, owners: dict[str, Path], entry: Path, source: Path) -> None:
+def _merge_disjoint(
+    target: dict, addition: dict, prefix: str, owners: dict[str, Path], entry: Path, source: Path
+) -> None:
     for key, value in addition.items():
         path = f"{prefix}.{key}" if prefix else str(key)
         if key not in target:
@@ -54,7 +58,10 @@ def _merge_disjoint(target: dict, addition: dict, prefix: str, owners: dict[str,
         elif isinstance(target[key], dict) and isinstance(value, dict):
             _merge_disjoint(target[key], value, path, owners, entry, source)
         else:
-            raise UserError(path, f"is set by both {_owner(path, owners, entry)} and {source}; fragments must contribute disjoint fields")
+            raise UserError(
+                path,
+                f"is set by both {_owner(path, owners, entry)} and {source}; fragments must contribute disjoint fields",
+            )
 
 
 def _owner(path: str, owners: dict[str, Path], entry: Path) -> Path:

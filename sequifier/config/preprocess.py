@@ -20,7 +20,13 @@ READ_FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet"}
 KEY_ALIASES = {"data_path": "preprocessing_data_path"}
 # Lower bounds of the integer fields (None, where allowed, is always fine).
 MINIMUMS = {
-    "window_length": 1, "window_stride": 1, "max_target_offset": 0, "max_rows": 1, "batches_per_file": 1, "n_cores": 1, "seed": 0,
+    "window_length": 1,
+    "window_stride": 1,
+    "max_target_offset": 0,
+    "max_rows": 1,
+    "batches_per_file": 1,
+    "n_cores": 1,
+    "seed": 0,
 }
 PARQUET = {"pq": "parquet"}
 
@@ -29,29 +35,57 @@ PARQUET = {"pq": "parquet"}
 class PreprocessConfig:
     """A preprocess config; once loaded, both paths are absolute `Path`s and read_format and window_stride are set."""
 
-    preprocessing_data_path: Union[str, Path] = option(doc="the input CSV/Parquet file or folder of files, relative to project_root (alias: data_path)")
+    preprocessing_data_path: Union[str, Path] = option(
+        doc="the input CSV/Parquet file or folder of files, relative to project_root (alias: data_path)"
+    )
     window_length: int = option(doc="items per stored window")
-    project_root: Union[str, Path] = option(".", "folder outputs go to and relative paths resolve against (relative: to the working directory)")
-    read_format: Optional[str] = option(None, "input format (default: from the file suffix, or the suffixes in the folder)", choices=("csv", "parquet", "pt"), aliases=PARQUET)
-    write_format: str = option("parquet", "format of the stored splits: parquet (merged or sharded), pt (sharded), csv (merged)", choices=("parquet", "csv", "pt"), aliases=PARQUET)
+    project_root: Union[str, Path] = option(
+        ".", "folder outputs go to and relative paths resolve against (relative: to the working directory)"
+    )
+    read_format: Optional[str] = option(
+        None,
+        "input format (default: from the file suffix, or the suffixes in the folder)",
+        choices=("csv", "parquet", "pt"),
+        aliases=PARQUET,
+    )
+    write_format: str = option(
+        "parquet",
+        "format of the stored splits: parquet (merged or sharded), pt (sharded), csv (merged)",
+        choices=("parquet", "csv", "pt"),
+        aliases=PARQUET,
+    )
     merge_output: bool = option(True, "write one file per split (false: a folder of shards per split)")
-    selected_columns: Optional[tuple[str, ...]] = option(None, "feature columns to keep, in order (default: all but the identifiers)")
+    selected_columns: Optional[tuple[str, ...]] = option(
+        None, "feature columns to keep, in order (default: all but the identifiers)"
+    )
     categorical_columns: Optional[tuple[str, ...]] = option(None, "selected columns forced to be categorical")
     real_columns: Optional[tuple[str, ...]] = option(None, "selected columns forced to be real-valued")
     normalize_real_columns: bool = option(True, "standardize real columns with their mean and std")
     normalize_on_all_data: bool = option(False, "fit the normalization on all splits instead of the first")
     split_ratios: tuple[float, ...] = option((0.8, 0.1, 0.1), "share of each split; positive and summing to 1")
-    split_method: str = option("within_sequence", "how rows are assigned to splits", choices=("within_sequence", "between_sequence", "value_cutoff"))
+    split_method: str = option(
+        "within_sequence",
+        "how rows are assigned to splits",
+        choices=("within_sequence", "between_sequence", "value_cutoff"),
+    )
     split_column: Optional[str] = option(None, "column whose values decide the split (value_cutoff only)")
-    split_values: Optional[tuple[Any, ...]] = option(None, "increasing cutoffs of split_column, one fewer than the splits (value_cutoff only)")
-    window_stride: Optional[int] = option(None, "items between the starts of consecutive windows (default: window_length)")
+    split_values: Optional[tuple[Any, ...]] = option(
+        None, "increasing cutoffs of split_column, one fewer than the splits (value_cutoff only)"
+    )
+    window_stride: Optional[int] = option(
+        None, "items between the starts of consecutive windows (default: window_length)"
+    )
     max_target_offset: int = option(1, "largest target offset training may use; windows hold one item more")
     max_rows: Optional[int] = option(None, "read only the first max_rows rows of the input (files in name order)")
     seed: int = option(1010, "seed of the preprocessing randomness (the between_sequence assignment)")
-    randomize: bool = option(False, "draw a fresh seed instead of `seed`; it is printed and recorded in the metadata as `seed`")
+    randomize: bool = option(
+        False, "draw a fresh seed instead of `seed`; it is printed and recorded in the metadata as `seed`"
+    )
     n_cores: int = option(1, "worker processes over sequence groups")
     batches_per_file: Optional[int] = option(None, "sequence groups per shard file (sharded output only; default 1)")
-    metadata_config_path: Optional[str] = option(None, "an earlier metadata config to reuse id maps and statistics from")
+    metadata_config_path: Optional[str] = option(
+        None, "an earlier metadata config to reuse id maps and statistics from"
+    )
     depth_layouts: Optional[dict[str, Any]] = option(None, "per-column depth layouts")
 
     @property
@@ -136,14 +170,19 @@ def _check_output_form(config: PreprocessConfig, problems: ProblemList) -> None:
     if config.write_format == "pt" and config.merge_output:
         problems.add("merge_output", "write_format 'pt' writes a folder of shards per split; set merge_output: false")
     if config.write_format == "csv" and not config.merge_output:
-        problems.add("merge_output", "write_format 'csv' is written as one file per split; set merge_output: true (or use parquet/pt shards)")
+        problems.add(
+            "merge_output",
+            "write_format 'csv' is written as one file per split; set merge_output: true (or use parquet/pt shards)",
+        )
 
 
 def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None:
     if config.split_method != "value_cutoff":
         for key in ("split_column", "split_values"):
             if getattr(config, key) is not None:
-                problems.add(key, f"only applies to split_method value_cutoff (split_method is {config.split_method!r})")
+                problems.add(
+                    key, f"only applies to split_method value_cutoff (split_method is {config.split_method!r})"
+                )
         return
     if config.split_column is None:
         problems.add("split_column", "value_cutoff needs the column whose values decide the split")
@@ -154,7 +193,10 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
         problems.add("split_values", "value_cutoff needs the cutoffs, one fewer than the splits")
         return
     if len(values) != len(config.split_ratios) - 1:
-        problems.add("split_values", f"{len(values)} cutoff(s) make {len(values) + 1} splits, but split_ratios lists {len(config.split_ratios)}")
+        problems.add(
+            "split_values",
+            f"{len(values)} cutoff(s) make {len(values) + 1} splits, but split_ratios lists {len(config.split_ratios)}",
+        )
     if not all(isinstance(v, (int, float, str)) and not isinstance(v, bool) for v in values):
         problems.add("split_values", "cutoffs must be numbers or strings (dates and times as ISO strings)")
     elif len({type(v) is str for v in values}) > 1:
@@ -164,7 +206,9 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
 
 
 def _folder_read_format(folder: Path, problems: ProblemList) -> Optional[str]:
-    formats = {READ_FORMATS[p.suffix.lower()] for p in folder.iterdir() if p.is_file() and p.suffix.lower() in READ_FORMATS}
+    formats = {
+        READ_FORMATS[p.suffix.lower()] for p in folder.iterdir() if p.is_file() and p.suffix.lower() in READ_FORMATS
+    }
     if len(formats) > 1:
         problems.add("read_format", f"{folder} holds both csv and parquet files; set read_format to choose")
     elif not formats:
@@ -184,6 +228,9 @@ def _resolved(config: PreprocessConfig, problems: ProblemList) -> PreprocessConf
         if read_format is None:
             problems.add("read_format", "cannot tell the input format from the file name; set csv or parquet")
     return replace(
-        config, project_root=root, preprocessing_data_path=data, read_format=read_format,
+        config,
+        project_root=root,
+        preprocessing_data_path=data,
+        read_format=read_format,
         window_stride=config.effective_window_stride,
     )

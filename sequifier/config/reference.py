@@ -107,7 +107,7 @@ def _ancestor_example(child_path: str) -> str:
     parts = child_path.split(".")
     last_two = parts[-2:]
     for end in range(len(parts) - 2, 1, -1):
-        if parts[end - 2:end] == last_two:
+        if parts[end - 2 : end] == last_two:
             return ".".join(parts[:end])
     return child_path
 
@@ -249,8 +249,15 @@ def read_block(document: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sequifier.config.reference", description="Print the train config field reference as Markdown.")
-    parser.add_argument("--write", type=Path, metavar="FILE", help="replace the block between the reference markers of FILE instead of printing")
+    parser = argparse.ArgumentParser(
+        prog="python -m sequifier.config.reference", description="Print the train config field reference as Markdown."
+    )
+    parser.add_argument(
+        "--write",
+        type=Path,
+        metavar="FILE",
+        help="replace the block between the reference markers of FILE instead of printing",
+    )
     args = parser.parse_args(argv)
     reference = render_reference()
     if args.write is None:

@@ -11,7 +11,14 @@ from sequifier.config.schema import InterfaceConfig, TrainConfig
 from sequifier.config.validate import CRITERIA
 from sequifier.data.metadata import DatasetMetadata, read_metadata
 
-PART_CONTRACT = ("column_data_types", "id_maps", "n_classes", "selected_columns_statistics", "normalize_real_columns", "window_length")
+PART_CONTRACT = (
+    "column_data_types",
+    "id_maps",
+    "n_classes",
+    "selected_columns_statistics",
+    "normalize_real_columns",
+    "window_length",
+)
 
 
 @dataclass(frozen=True)
@@ -99,7 +106,7 @@ class RunSpec:
 def evaluated_parts(config: TrainConfig) -> set[tuple[str, str]]:
     """(dataset, part) pairs that evaluation.sources select."""
     selected = set()
-    for source in (config.evaluation.sources if config.evaluation else ()):
+    for source in config.evaluation.sources if config.evaluation else ():
         dataset, _, part = source.source.partition(".")
         parts = [part] if part else list(config.dataset_training[dataset].parts)
         selected.update((dataset, p) for p in parts)
@@ -116,7 +123,14 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
         interface = config.model.interfaces[dataset.model_interface]
         first: PartSpec | None = None
         for part_name, part in dataset.parts.items():
-            spec = _part_spec(config, project_root, dataset_name, part_name, part.metadata_config_path, (dataset_name, part_name) in evaluated)
+            spec = _part_spec(
+                config,
+                project_root,
+                dataset_name,
+                part_name,
+                part.metadata_config_path,
+                (dataset_name, part_name) in evaluated,
+            )
             if first is None:
                 first = spec
             else:
@@ -127,20 +141,41 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
         dataset_columns = _column_specs(first.metadata, interface, dataset.model_interface, first.metadata_path)
         for target, criterion in dataset.criterion.items():
             if CRITERIA[criterion] != dataset_columns[target].kind:
-                raise UserError(f"dataset_training.{dataset_name}.criterion.{target}", f"{criterion} needs a {CRITERIA[criterion]} column, but {target!r} is {dataset_columns[target].kind}")
-        for column in (interface.categorical_decoder_special_tokens or {}):
+                raise UserError(
+                    f"dataset_training.{dataset_name}.criterion.{target}",
+                    f"{criterion} needs a {CRITERIA[criterion]} column, but {target!r} is {dataset_columns[target].kind}",
+                )
+        for column in interface.categorical_decoder_special_tokens or {}:
             if dataset_columns[column].kind != "categorical":
-                raise UserError(f"model.interfaces.{dataset.model_interface}.categorical_decoder_special_tokens.{column}", f"{column!r} is real; special tokens apply to categorical targets")
+                raise UserError(
+                    f"model.interfaces.{dataset.model_interface}.categorical_decoder_special_tokens.{column}",
+                    f"{column!r} is real; special tokens apply to categorical targets",
+                )
         for column in dataset.class_share_log_columns or ():
             if dataset_columns[column].kind != "categorical":
-                raise UserError(f"dataset_training.{dataset_name}.class_share_log_columns", f"{column!r} is real; class shares need a categorical target")
+                raise UserError(
+                    f"dataset_training.{dataset_name}.class_share_log_columns",
+                    f"{column!r} is real; class shares need a categorical target",
+                )
         known = columns.setdefault(dataset.model_interface, dataset_columns)
         if known != dataset_columns:
-            raise UserError(f"dataset_training.{dataset_name}.model_interface", f"interface {dataset.model_interface!r} is shared with a dataset whose columns differ in kind or classes")
-    return RunSpec(config=config, model_name=config.model_name, parts=tuple(parts), columns=columns, project_root=project_root, run_dir=run_dir)
+            raise UserError(
+                f"dataset_training.{dataset_name}.model_interface",
+                f"interface {dataset.model_interface!r} is shared with a dataset whose columns differ in kind or classes",
+            )
+    return RunSpec(
+        config=config,
+        model_name=config.model_name,
+        parts=tuple(parts),
+        columns=columns,
+        project_root=project_root,
+        run_dir=run_dir,
+    )
 
 
-def _part_spec(config: TrainConfig, root: Path, dataset: str, part: str, metadata_config_path: str, evaluated: bool) -> PartSpec:
+def _part_spec(
+    config: TrainConfig, root: Path, dataset: str, part: str, metadata_config_path: str, evaluated: bool
+) -> PartSpec:
     where = f"dataset_training.{dataset}.parts.{part}.metadata_config_path"
     metadata_path = root / metadata_config_path
     if not metadata_path.is_file():
@@ -149,33 +184,51 @@ def _part_spec(config: TrainConfig, root: Path, dataset: str, part: str, metadat
     training = config.global_training
     needed = training.context_length + training.target_offset
     if needed > metadata.window_length:
-        raise UserError("global_training.context_length", f"context_length {training.context_length} + target_offset {training.target_offset} exceeds the stored window length {metadata.window_length} of {metadata_path}")
+        raise UserError(
+            "global_training.context_length",
+            f"context_length {training.context_length} + target_offset {training.target_offset} exceeds the stored window length {metadata.window_length} of {metadata_path}",
+        )
     if evaluated and len(metadata.split_paths) < 2:
         raise UserError(where, f"part {dataset}.{part} is evaluated but {metadata_path} lists no validation split")
     train_path = root / metadata.split_paths[0]
     stored_as_folder = train_path.is_dir()
     if training.read_format == "parquet" and stored_as_folder and any(train_path.glob("*.pt")):
-        raise UserError("global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt")
+        raise UserError(
+            "global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt"
+        )
     if training.read_format == "pt" and not (stored_as_folder and any(train_path.glob("*.pt"))):
-        raise UserError("global_training.read_format", f"pt was chosen but {train_path} holds no pt shards; set read_format: parquet")
-    return PartSpec(dataset, part, metadata_path, metadata, train_path, root / metadata.split_paths[1] if evaluated else None)
+        raise UserError(
+            "global_training.read_format",
+            f"pt was chosen but {train_path} holds no pt shards; set read_format: parquet",
+        )
+    return PartSpec(
+        dataset, part, metadata_path, metadata, train_path, root / metadata.split_paths[1] if evaluated else None
+    )
 
 
 def _check_same_contract(first: PartSpec, other: PartSpec, where: str) -> None:
     for key in PART_CONTRACT:
         if getattr(first.metadata, key) != getattr(other.metadata, key):
-            raise UserError(where, f"parts {first.part!r} and {other.part!r} differ in {key} ({first.metadata_path.name} vs {other.metadata_path.name}); every part of a dataset needs the same schema, categories, normalization and window layout")
+            raise UserError(
+                where,
+                f"parts {first.part!r} and {other.part!r} differ in {key} ({first.metadata_path.name} vs {other.metadata_path.name}); every part of a dataset needs the same schema, categories, normalization and window layout",
+            )
     if first.train_path.is_dir() != other.train_path.is_dir():
         raise UserError(where, f"parts {first.part!r} and {other.part!r} use different storage forms (file vs folder)")
 
 
-def _column_specs(metadata: DatasetMetadata, interface: InterfaceConfig, interface_name: str, source: Path) -> dict[str, ColumnSpec]:
+def _column_specs(
+    metadata: DatasetMetadata, interface: InterfaceConfig, interface_name: str, source: Path
+) -> dict[str, ColumnSpec]:
     specs = {}
     for role in ("input_columns", "target_columns"):
         for column in getattr(interface, role):
             if column not in metadata.column_data_types:
                 known = ", ".join(metadata.column_data_types)
-                raise UserError(f"model.interfaces.{interface_name}.{role}", f"column {column!r} is not in the preprocessed data {source} (columns: {known})")
+                raise UserError(
+                    f"model.interfaces.{interface_name}.{role}",
+                    f"column {column!r} is not in the preprocessed data {source} (columns: {known})",
+                )
             if column in metadata.categorical_columns:
                 specs[column] = ColumnSpec(column, "categorical", metadata.n_classes[column])
             else:

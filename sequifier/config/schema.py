@@ -33,14 +33,19 @@ class FeedForwardConfig:
 
 @frozen
 class NormalizationConfig:
-    type: str = option("rmsnorm", "normalization layer", choices=("rmsnorm", "layernorm"), aliases={"layer_norm": "layernorm"})
+    type: str = option(
+        "rmsnorm", "normalization layer", choices=("rmsnorm", "layernorm"), aliases={"layer_norm": "layernorm"}
+    )
     norm_first: bool = option(True, "normalize before attention and feed-forward (pre-norm)")
 
 
 @frozen
 class PositionEncodingConfig:
-    type: str = option("learned", "position encoding: learned tables, rotary (inside attention) or fixed sinusoids",
-                       choices=("learned", "rope", "sinusoidal"))
+    type: str = option(
+        "learned",
+        "position encoding: learned tables, rotary (inside attention) or fixed sinusoids",
+        choices=("learned", "rope", "sinusoidal"),
+    )
     theta: float = option(10000.0, "rotary base frequency (rope only)")
 
 
@@ -54,19 +59,42 @@ class ArchitectureConfig:
     normalization: NormalizationConfig = nested(NormalizationConfig, "normalization settings")
     position_encoding: PositionEncodingConfig = nested(PositionEncodingConfig, "position encoding settings")
     positional_encoding_scope: Optional[str] = option(
-        None, "where temporal positions are added: per_feature (a learned table of context_length rows per input "
-              "column at each leaf ingestion branch) or global (one table of max_context_length rows in the backbone); "
-              "default per_feature, global for sinusoidal; rope rotates inside attention either way",
-        choices=("per_feature", "global"))
+        None,
+        "where temporal positions are added: per_feature (a learned table of context_length rows per input "
+        "column at each leaf ingestion branch) or global (one table of max_context_length rows in the backbone); "
+        "default per_feature, global for sinusoidal; rope rotates inside attention either way",
+        choices=("per_feature", "global"),
+    )
     dropout: float = option(0.0, "dropout probability inside the backbone")
     shared_layer_groups: tuple[Any, ...] = option((), "groups of layer indices that share one set of weights")
 
 
 PARAMETER_GROUPS = (
-    "attention.qkv", "attention.output", "feed_forward.up", "feed_forward.down", "normalization", "position",
-    "embedding", "ingestion.output_projection", "adapter", "merge", "free_parameter", "decoder",
+    "attention.qkv",
+    "attention.output",
+    "feed_forward.up",
+    "feed_forward.down",
+    "normalization",
+    "position",
+    "embedding",
+    "ingestion.output_projection",
+    "adapter",
+    "merge",
+    "free_parameter",
+    "decoder",
 )
-INIT_METHODS = ("xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "normal", "trunc_normal", "uniform", "zeros", "ones", "preserve")
+INIT_METHODS = (
+    "xavier_uniform",
+    "xavier_normal",
+    "kaiming_uniform",
+    "kaiming_normal",
+    "normal",
+    "trunc_normal",
+    "uniform",
+    "zeros",
+    "ones",
+    "preserve",
+)
 SPECIAL_TOKENS = ("unknown", "other", "mask")
 
 
@@ -79,7 +107,9 @@ class InitMethodConfig:
     a: Optional[float] = option(None, "lower bound (uniform) or negative slope (kaiming)")
     b: Optional[float] = option(None, "upper bound of uniform")
     mode: Optional[str] = option(None, "kaiming fan mode", choices=("fan_in", "fan_out"))
-    nonlinearity: Optional[str] = option(None, "kaiming nonlinearity", choices=("relu", "leaky_relu", "linear", "tanh", "sigmoid"))
+    nonlinearity: Optional[str] = option(
+        None, "kaiming nonlinearity", choices=("relu", "leaky_relu", "linear", "tanh", "sigmoid")
+    )
 
 
 @frozen
@@ -90,14 +120,20 @@ class InitTargetsConfig:
 
 @frozen
 class BackboneConfig:
-    initialization_seed: Optional[int] = option(None, "seed (0..2**63-1) isolating constructor and initializer randomness")
-    initialization: Optional[dict[str, InitTargetsConfig]] = option(None, "initializer overrides per semantic parameter group")
+    initialization_seed: Optional[int] = option(
+        None, "seed (0..2**63-1) isolating constructor and initializer randomness"
+    )
+    initialization: Optional[dict[str, InitTargetsConfig]] = option(
+        None, "initializer overrides per semantic parameter group"
+    )
     architecture: ArchitectureConfig = option(doc="the shared transformer backbone")
 
 
 @frozen
 class MergeConfig:
-    type: str = option("concat", "how a composite combines its branches", choices=("concat", "sum", "gated", "attention"))
+    type: str = option(
+        "concat", "how a composite combines its branches", choices=("concat", "sum", "gated", "attention")
+    )
 
 
 @frozen
@@ -105,15 +141,22 @@ class IngestionConfig:
     type: str = option("embedding", "ingestion kind", choices=("embedding", "composite", "depth_transformer"))
     columns: Optional[tuple[str, ...]] = option(None, "columns of this branch (inside a composite)")
     output_dim: Optional[int] = option(None, "width of this node's output (root default: the backbone input width)")
-    feature_embedding_dims: Optional[dict[str, int]] = option(None, "embedding width per column (required for mixed categorical/real)")
+    feature_embedding_dims: Optional[dict[str, int]] = option(
+        None, "embedding width per column (required for mixed categorical/real)"
+    )
     branches: Optional[dict[str, IngestionConfig]] = option(None, "named child ingestions of a composite")
     merge: Optional[MergeConfig] = option(None, "how a composite merges its branches")
     allow_shared_columns: bool = option(False, "let immediate children of this composite read the same column")
     allow_unused_input_columns: bool = option(False, "root only: input columns no branch reads are allowed")
-    auxiliary_input_columns: Optional[tuple[str, ...]] = option(None, "root only: input columns deliberately not ingested")
+    auxiliary_input_columns: Optional[tuple[str, ...]] = option(
+        None, "root only: input columns deliberately not ingested"
+    )
     layout: Optional[str] = option(None, "depth layout name from the dataset metadata (depth_transformer)")
-    dropout: float = option(0.0, "dropout of this node's output: a leaf branch's (embedding) or a depth_transformer's "
-                                 "pooled output; a composite node applies none")
+    dropout: float = option(
+        0.0,
+        "dropout of this node's output: a leaf branch's (embedding) or a depth_transformer's "
+        "pooled output; a composite node applies none",
+    )
     initialization_seed: Optional[int] = option(None, "seed starting a new initialization namespace for this subtree")
     initialization: Optional[dict[str, InitTargetsConfig]] = option(None, "initializer overrides for this subtree")
     architecture: Optional[ArchitectureConfig] = option(None, "the transformer across child slots (depth_transformer)")
@@ -125,8 +168,9 @@ class DecoderConfig:
     prediction_length: int = option(1, "number of final positions of each view that are predicted")
     support: int = option(1, "decoder support")
     hidden_dims: Optional[tuple[int, ...]] = option(None, "hidden widths of an mlp decoder (default: one of dim_model)")
-    activation: str = option("relu", "activation after each hidden layer of an mlp decoder",
-                             choices=("relu", "gelu", "silu"))
+    activation: str = option(
+        "relu", "activation after each hidden layer of an mlp decoder", choices=("relu", "gelu", "silu")
+    )
 
 
 @frozen
@@ -134,8 +178,10 @@ class InterfaceConfig:
     input_columns: tuple[str, ...] = option(doc="columns the model reads")
     target_columns: tuple[str, ...] = option(doc="columns the model predicts")
     categorical_decoder_special_tokens: Optional[dict[str, tuple[str, ...]]] = option(
-        None, "special tokens (unknown, other, mask) a categorical decoder may predict, per target; "
-              "a categorical target not listed predicts [other]")
+        None,
+        "special tokens (unknown, other, mask) a categorical decoder may predict, per target; "
+        "a categorical target not listed predicts [other]",
+    )
     ingestion: IngestionConfig = nested(IngestionConfig, "ingestion module")
     decoder: DecoderConfig = nested(DecoderConfig, "decoder module")
 
@@ -155,7 +201,9 @@ class PartConfig:
 @frozen
 class FreezeNode:
     freeze: Optional[tuple[str, ...]] = option(None, "parameter groups frozen in this scope ([] unfreezes it)")
-    freezing_except: Optional[tuple[str, ...]] = option(None, "freeze everything in this scope except these groups ([] freezes it)")
+    freezing_except: Optional[tuple[str, ...]] = option(
+        None, "freeze everything in this scope except these groups ([] freezes it)"
+    )
     branches: Optional[dict[str, FreezeNode]] = option(None, "per-branch selectors of a composite ingestion")
 
 
@@ -173,7 +221,9 @@ class DatasetConfig:
     parts: dict[str, PartConfig] = option(doc="named parts, iterated in declaration order")
     criterion: dict[str, str] = option(doc="loss per target column")
     loss_weights: Optional[dict[str, float]] = option(None, "weight of each target's loss (default 1.0 each)")
-    class_share_log_columns: Optional[tuple[str, ...]] = option(None, "categorical targets whose predicted class shares are logged")
+    class_share_log_columns: Optional[tuple[str, ...]] = option(
+        None, "categorical targets whose predicted class shares are logged"
+    )
     freeze: Optional[FreezeConfig] = option(None, "parameters this dataset does not update")
 
 
@@ -189,7 +239,9 @@ class PhaseConfig:
     name: str = option(doc="phase name, used in logs and metrics")
     epochs: int = option(doc="number of epochs of this phase")
     mode: str = option("sequential", "how sources are combined", choices=("sequential", "interleaved"))
-    selection: str = option("round_robin", "source selection of an interleaved phase", choices=("round_robin", "weighted_random"))
+    selection: str = option(
+        "round_robin", "source selection of an interleaved phase", choices=("round_robin", "weighted_random")
+    )
     sources: tuple[SourceConfig, ...] = option(doc="sources trained in this phase")
 
 
@@ -222,23 +274,31 @@ class GlobalTrainingConfig:
     training_objective: str = option("causal", "training objective", choices=("causal",))
     context_length: int = option(doc="number of time steps the model reads")
     target_offset: int = option(1, "how many steps ahead the targets lie")
-    window_stride: Optional[int] = option(None, "distance between training views inside a stored window (null: one right-aligned view per stored window)")
+    window_stride: Optional[int] = option(
+        None, "distance between training views inside a stored window (null: one right-aligned view per stored window)"
+    )
     inference_batch_size: int = option(256, "batch size for validation")
     batch_size: int = option(64, "per-process training batch size")
     accumulation_steps: int = option(1, "microbatches per optimizer step")
     learning_rate: float = option(1e-4, "peak learning rate")
     optimizer: dict[str, Any] = option({"name": "Adam"}, "torch.optim class `name` and its keyword arguments")
-    scheduler: Optional[dict[str, Any]] = option({"name": "StepLR", "step_size": 1, "gamma": 0.99},
-                                                 "torch.optim.lr_scheduler class `name` and its keyword arguments (null: none)")
+    scheduler: Optional[dict[str, Any]] = option(
+        {"name": "StepLR", "step_size": 1, "gamma": 0.99},
+        "torch.optim.lr_scheduler class `name` and its keyword arguments (null: none)",
+    )
     scheduler_step_on: str = option("epoch", "when the scheduler steps", choices=("epoch", "batch"))
     reset_optimization_on_phase: bool = option(True, "new optimizer, scheduler and scaler at every phase")
     gradient_clip: Optional[float] = option(None, "clip the global gradient norm to this value")
     save_interval_epochs: Optional[int] = option(1, "persistent checkpoint every N epochs (null: none)")
     save_interval_batches: Optional[int] = option(None, "persistent checkpoint every N batches")
     save_interval_minutes: Optional[float] = option(None, "persistent checkpoint every N minutes")
-    save_latest_interval_minutes: Optional[float] = option(None, "refresh only the rolling latest checkpoint every N minutes")
+    save_latest_interval_minutes: Optional[float] = option(
+        None, "refresh only the rolling latest checkpoint every N minutes"
+    )
     save_interval_val_loss: bool = option(False, "timed and batch snapshots also run validation and record its loss")
-    early_stopping_patience: Optional[int] = option(None, "stop after N epochs without improvement of the monitored metric")
+    early_stopping_patience: Optional[int] = option(
+        None, "stop after N epochs without improvement of the monitored metric"
+    )
     layer_type_dtypes: Optional[dict[str, str]] = option(None, "parameter dtype per layer type (required for FSDP)")
     layer_autocast: bool = option(False, "mixed precision through autocast")
     distributed: bool = option(False, "train with several processes")
@@ -259,9 +319,13 @@ class TrainConfig:
     seed: int = option(1010, "seed of the run's random streams")
     skip_metadata: bool = option(False, "skip metadata checks before launching (jobs still read it)")
     additional_config_paths: tuple[str, ...] = option((), "fragments composed into this file, relative to project_root")
-    global_training: GlobalTrainingConfig = option(doc="objective, window, optimization, precision, distribution and loader settings")
+    global_training: GlobalTrainingConfig = option(
+        doc="objective, window, optimization, precision, distribution and loader settings"
+    )
     model: ModelConfig = option(doc="the backbone and its interfaces")
-    dataset_training: dict[str, DatasetConfig] = option(doc="named datasets: data, criterion, weights, freezing and interface")
+    dataset_training: dict[str, DatasetConfig] = option(
+        doc="named datasets: data, criterion, weights, freezing and interface"
+    )
     training_plan: TrainingPlanConfig = option(doc="ordered phases of training")
     evaluation: Optional[EvaluationConfig] = option(None, "validation after every epoch")
     export_generative_model: bool = option(True, "export the model that predicts targets")

@@ -13,7 +13,9 @@ from sequifier.config.errors import UserError, did_you_mean
 REQUIRED = dataclasses.MISSING
 
 
-def option(default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str] | None = None) -> Any:
+def option(
+    default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str] | None = None
+) -> Any:
     """A config field with its one-line doc, allowed values and accepted aliases.
 
     Aliases map a spelling that established releases use onto the canonical one.
@@ -151,7 +153,10 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
     choices = metadata.get("choices", ())
     if choices and value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        problems.add(where, f"{_show(value)} is not allowed; choose one of {allowed}" + did_you_mean(str(value), map(str, choices)))
+        problems.add(
+            where,
+            f"{_show(value)} is not allowed; choose one of {allowed}" + did_you_mean(str(value), map(str, choices)),
+        )
         return _INVALID
     return value
 
@@ -178,4 +183,3 @@ def _show(value: Any) -> str:
 
 def _join(path: str, name: str) -> str:
     return f"{path}.{name}" if path else name
-

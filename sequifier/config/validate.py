@@ -55,11 +55,16 @@ def reject_historical(data: dict[str, Any]) -> None:
     if isinstance(model, dict):
         for key in ("ingestion", "decoder"):
             if key in model:
-                problems.add(f"model.{key}", f"belongs to an interface: model.interfaces.<name>.{key} (or model.interface.{key})")
-        architecture = ((model.get("backbone") or {}).get("architecture") or {})
+                problems.add(
+                    f"model.{key}", f"belongs to an interface: model.interfaces.<name>.{key} (or model.interface.{key})"
+                )
+        architecture = (model.get("backbone") or {}).get("architecture") or {}
         for key in ("freeze", "freezing", "freezing_except"):
             if isinstance(architecture, dict) and key in architecture:
-                problems.add(f"model.backbone.architecture.{key}", "freezing is owned by datasets: dataset_training.<name>.freeze.backbone")
+                problems.add(
+                    f"model.backbone.architecture.{key}",
+                    "freezing is owned by datasets: dataset_training.<name>.freeze.backbone",
+                )
     problems.raise_if_any()
 
 
@@ -77,7 +82,11 @@ def _check_datasets(config: TrainConfig, problems: ProblemList) -> None:
             problems.add(f"{path}.parts", "at least one part is required")
         interface = config.model.interfaces.get(dataset.model_interface)
         if interface is None:
-            problems.add(f"{path}.model_interface", f"unknown interface {dataset.model_interface!r}" + did_you_mean(dataset.model_interface, config.model.interfaces))
+            problems.add(
+                f"{path}.model_interface",
+                f"unknown interface {dataset.model_interface!r}"
+                + did_you_mean(dataset.model_interface, config.model.interfaces),
+            )
             continue
         targets = interface.target_columns
         for target in targets:
@@ -85,20 +94,32 @@ def _check_datasets(config: TrainConfig, problems: ProblemList) -> None:
                 problems.add(f"{path}.criterion", f"missing a criterion for target {target!r}")
         for target, criterion in dataset.criterion.items():
             if target not in targets:
-                problems.add(f"{path}.criterion.{target}", f"is not a target of interface {dataset.model_interface!r} (targets: {', '.join(targets)})")
+                problems.add(
+                    f"{path}.criterion.{target}",
+                    f"is not a target of interface {dataset.model_interface!r} (targets: {', '.join(targets)})",
+                )
             elif criterion not in CRITERIA:
-                problems.add(f"{path}.criterion.{target}", f"{criterion!r} is not allowed; choose one of {', '.join(CRITERIA)}" + did_you_mean(criterion, CRITERIA))
+                problems.add(
+                    f"{path}.criterion.{target}",
+                    f"{criterion!r} is not allowed; choose one of {', '.join(CRITERIA)}"
+                    + did_you_mean(criterion, CRITERIA),
+                )
         weights = dataset.loss_weights or {}
         for target, weight in weights.items():
             if target not in targets:
-                problems.add(f"{path}.loss_weights.{target}", f"is not a target of interface {dataset.model_interface!r}")
+                problems.add(
+                    f"{path}.loss_weights.{target}", f"is not a target of interface {dataset.model_interface!r}"
+                )
             elif weight < 0:
                 problems.add(f"{path}.loss_weights.{target}", f"must be >= 0, got {weight}")
         if dataset.loss_weights is not None and not any(weights.get(t, 1.0) > 0 for t in targets):
             problems.add(f"{path}.loss_weights", "at least one target needs a positive weight")
         for column in dataset.class_share_log_columns or ():
             if column not in targets:
-                problems.add(f"{path}.class_share_log_columns", f"{column!r} is not a target of interface {dataset.model_interface!r}")
+                problems.add(
+                    f"{path}.class_share_log_columns",
+                    f"{column!r} is not a target of interface {dataset.model_interface!r}",
+                )
         if dataset.freeze is not None:
             _check_freeze(dataset.freeze, interface.ingestion, f"{path}.freeze", problems)
 
@@ -125,6 +146,9 @@ def _check_freeze_node(node: Any, ingestion: Any, path: str, problems: ProblemLi
         return
     for name, child in node.branches.items():
         if name not in children:
-            problems.add(f"{path}.branches.{name}", "unknown branch" + did_you_mean(name, children) + f"; branches: {', '.join(children)}")
+            problems.add(
+                f"{path}.branches.{name}",
+                "unknown branch" + did_you_mean(name, children) + f"; branches: {', '.join(children)}",
+            )
         else:
             _check_freeze_node(child, children[name], f"{path}.branches.{name}", problems)

@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import PARAMETER_GROUPS, SPECIAL_TOKENS, ArchitectureConfig, IngestionConfig, InterfaceConfig, ModelConfig
+from sequifier.config.schema import (
+    PARAMETER_GROUPS,
+    SPECIAL_TOKENS,
+    ArchitectureConfig,
+    IngestionConfig,
+    InterfaceConfig,
+    ModelConfig,
+)
 from sequifier.config.typed import ProblemList
 
 MAX_SEED = 2**63 - 1
@@ -13,7 +20,10 @@ def check_model(model: ModelConfig, context_length: int, problems: ProblemList) 
     check_architecture(model.backbone.architecture, "model.backbone.architecture", problems)
     max_context = model.backbone.architecture.max_context_length
     if max_context is not None and max_context < context_length:
-        problems.add("model.backbone.architecture.max_context_length", f"{max_context} is shorter than global_training.context_length {context_length}")
+        problems.add(
+            "model.backbone.architecture.max_context_length",
+            f"{max_context} is shorter than global_training.context_length {context_length}",
+        )
     _check_initialization(model.backbone, "model.backbone", problems)
     if not model.interfaces:
         problems.add("model.interfaces", "at least one interface is required")
@@ -26,7 +36,11 @@ def check_selectors(selectors: tuple[str, ...], where: str, problems: ProblemLis
     for selector in selectors:
         if not any(group == selector or group.startswith(selector + ".") for group in PARAMETER_GROUPS):
             allowed = ", ".join(PARAMETER_GROUPS)
-            problems.add(where, f"{selector!r} is not a parameter group; choose from {allowed}" + did_you_mean(selector, PARAMETER_GROUPS))
+            problems.add(
+                where,
+                f"{selector!r} is not a parameter group; choose from {allowed}"
+                + did_you_mean(selector, PARAMETER_GROUPS),
+            )
 
 
 def check_architecture(architecture: ArchitectureConfig, path: str, problems: ProblemList) -> None:
@@ -40,7 +54,10 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
         return
     kv = attention.n_kv_heads
     if attention.type == "mha" and kv not in (None, attention.n_heads):
-        problems.add(f"{where}.n_kv_heads", f"mha uses one key/value head per query head ({attention.n_heads}); use type gqa for {kv}")
+        problems.add(
+            f"{where}.n_kv_heads",
+            f"mha uses one key/value head per query head ({attention.n_heads}); use type gqa for {kv}",
+        )
     elif attention.type == "mqa" and kv not in (None, 1):
         problems.add(f"{where}.n_kv_heads", f"mqa shares one key/value head; got {kv} (use type gqa)")
     elif attention.type == "gqa" and kv is None:
@@ -51,11 +68,15 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
     if architecture.position_encoding.theta <= 0:
         problems.add(f"{path}.position_encoding.theta", f"must be positive, got {architecture.position_encoding.theta}")
     if architecture.position_encoding.type == "rope" and head_dim % 2:
-        problems.add(f"{path}.position_encoding.type", f"rope needs an even head width; dim_model/n_heads is {head_dim}")
+        problems.add(
+            f"{path}.position_encoding.type", f"rope needs an even head width; dim_model/n_heads is {head_dim}"
+        )
     if architecture.position_encoding.type == "sinusoidal" and architecture.positional_encoding_scope == "per_feature":
-        problems.add(f"{path}.positional_encoding_scope",
-                     "sinusoidal positions are fixed and added once in the backbone; use global or leave it out "
-                     "(per_feature needs learned positions)")
+        problems.add(
+            f"{path}.positional_encoding_scope",
+            "sinusoidal positions are fixed and added once in the backbone; use global or leave it out "
+            "(per_feature needs learned positions)",
+        )
     if architecture.num_layers < 1:
         problems.add(f"{path}.num_layers", f"must be at least 1, got {architecture.num_layers}")
     if architecture.feed_forward.dim is not None and architecture.feed_forward.dim < 1:
@@ -68,7 +89,11 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
 def _check_layer_groups(architecture: ArchitectureConfig, where: str, problems: ProblemList) -> None:
     seen: set[int] = set()
     for i, group in enumerate(architecture.shared_layer_groups):
-        if not isinstance(group, (list, tuple)) or len(group) < 2 or not all(isinstance(x, int) and not isinstance(x, bool) for x in group):
+        if (
+            not isinstance(group, (list, tuple))
+            or len(group) < 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in group)
+        ):
             problems.add(f"{where}[{i}]", f"must list at least two layer indices, got {group!r}")
             continue
         for layer in group:
@@ -83,7 +108,7 @@ def _check_initialization(node, path: str, problems: ProblemList) -> None:
     seed = node.initialization_seed
     if seed is not None and not 0 <= seed <= MAX_SEED:
         problems.add(f"{path}.initialization_seed", f"must be an integer from 0 to 2**63-1, got {seed}")
-    for group in (node.initialization or {}):
+    for group in node.initialization or {}:
         check_selectors((group,), f"{path}.initialization.{group}", problems)
 
 
@@ -101,10 +126,17 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
             problems.add(where, "is not a target column of this interface")
         for token in tokens:
             if token not in SPECIAL_TOKENS:
-                problems.add(where, f"{token!r} is not a special token; choose from {', '.join(SPECIAL_TOKENS)}" + did_you_mean(token, SPECIAL_TOKENS))
+                problems.add(
+                    where,
+                    f"{token!r} is not a special token; choose from {', '.join(SPECIAL_TOKENS)}"
+                    + did_you_mean(token, SPECIAL_TOKENS),
+                )
     decoder = interface.decoder
     if not 1 <= decoder.prediction_length <= context_length:
-        problems.add(f"{path}.decoder.prediction_length", f"must be between 1 and context_length {context_length}, got {decoder.prediction_length}")
+        problems.add(
+            f"{path}.decoder.prediction_length",
+            f"must be between 1 and context_length {context_length}, got {decoder.prediction_length}",
+        )
     if decoder.hidden_dims is not None and decoder.type != "mlp":
         problems.add(f"{path}.decoder.hidden_dims", "only an mlp decoder has hidden layers")
     if decoder.activation != "relu" and decoder.type != "mlp":
@@ -160,7 +192,10 @@ def _check_composite(node: IngestionConfig, path: str, inputs: set[str], problem
         columns = _check_ingestion(child, f"{path}.branches.{name}", inputs, problems, root=False)
         shared = sorted(read & columns)
         if shared and not node.allow_shared_columns:
-            problems.add(f"{path}.branches.{name}", f"reads {', '.join(shared)} already read by a sibling; set allow_shared_columns: true on {path}")
+            problems.add(
+                f"{path}.branches.{name}",
+                f"reads {', '.join(shared)} already read by a sibling; set allow_shared_columns: true on {path}",
+            )
         read |= columns
     if root:
         _check_unused(node, path, read, inputs, problems)
@@ -173,5 +208,7 @@ def _check_unused(node: IngestionConfig, path: str, read: set[str], inputs: set[
         problems.add(f"{path}.auxiliary_input_columns", f"{column!r} is not an input column of the interface")
     unused = sorted(inputs - read - auxiliary)
     if unused and not node.allow_unused_input_columns:
-        problems.add(path, f"input columns {', '.join(unused)} are read by no branch; list them in auxiliary_input_columns or set allow_unused_input_columns: true")
-
+        problems.add(
+            path,
+            f"input columns {', '.join(unused)} are read by no branch; list them in auxiliary_input_columns or set allow_unused_input_columns: true",
+        )

@@ -8,12 +8,36 @@ from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
 
-POSITIVE_INTEGERS = ("context_length", "batch_size", "inference_batch_size", "accumulation_steps", "target_offset", "world_size")
-POSITIVE_OPTIONAL = ("window_stride", "gradient_clip", "save_interval_epochs", "save_interval_batches", "save_interval_minutes", "save_latest_interval_minutes", "early_stopping_patience")
+POSITIVE_INTEGERS = (
+    "context_length",
+    "batch_size",
+    "inference_batch_size",
+    "accumulation_steps",
+    "target_offset",
+    "world_size",
+)
+POSITIVE_OPTIONAL = (
+    "window_stride",
+    "gradient_clip",
+    "save_interval_epochs",
+    "save_interval_batches",
+    "save_interval_minutes",
+    "save_latest_interval_minutes",
+    "early_stopping_patience",
+)
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
 OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
-SCHEDULERS = ("StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR", "OneCycleLR", "LinearLR", "ConstantLR",
-              "PolynomialLR", "CosineAnnealingWarmRestarts")
+SCHEDULERS = (
+    "StepLR",
+    "MultiStepLR",
+    "ExponentialLR",
+    "CosineAnnealingLR",
+    "OneCycleLR",
+    "LinearLR",
+    "ConstantLR",
+    "PolynomialLR",
+    "CosineAnnealingWarmRestarts",
+)
 
 
 def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
@@ -48,7 +72,10 @@ def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemLi
     if name is None:
         problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}")
     elif name not in names:
-        problems.add(f"{where}.name", f"{name!r} is not allowed; choose one of {', '.join(names)}" + did_you_mean(str(name), names))
+        problems.add(
+            f"{where}.name",
+            f"{name!r} is not allowed; choose one of {', '.join(names)}" + did_you_mean(str(name), names),
+        )
 
 
 def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None:
@@ -58,19 +85,30 @@ def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None
         return
     where = f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}"
     if training.reset_optimization_on_phase:
-        problems.add(where, "do not set it for an epoch-stepped scheduler in reset mode: each phase's scheduler lasts that phase's epochs")
+        problems.add(
+            where,
+            "do not set it for an epoch-stepped scheduler in reset mode: each phase's scheduler lasts that phase's epochs",
+        )
         return
     epochs = sum(phase.epochs for phase in config.training_plan.phases)
     if total != epochs:
-        problems.add(where, f"{total} must equal the sum of all phase epochs ({epochs}) for a continuous epoch-stepped scheduler")
+        problems.add(
+            where, f"{total} must equal the sum of all phase epochs ({epochs}) for a continuous epoch-stepped scheduler"
+        )
 
 
 def config_warnings(config: TrainConfig) -> list[str]:
     """Valid but easily misread settings, said once before training."""
     training = config.global_training
     scheduler = training.scheduler or {}
-    if training.scheduler_step_on == "batch" and training.reset_optimization_on_phase and EPOCH_SCHEDULE_ARGUMENT in scheduler:
-        return [f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} applies to each phase separately (reset_optimization_on_phase is true)"]
+    if (
+        training.scheduler_step_on == "batch"
+        and training.reset_optimization_on_phase
+        and EPOCH_SCHEDULE_ARGUMENT in scheduler
+    ):
+        return [
+            f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} applies to each phase separately (reset_optimization_on_phase is true)"
+        ]
     return []
 
 
@@ -90,7 +128,10 @@ def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> Non
         for j, source in enumerate(phase.sources):
             check_source(config, source.source, f"{path}.sources[{j}].source", problems)
             if source.batches_per_selection < 1:
-                problems.add(f"{path}.sources[{j}].batches_per_selection", f"must be at least 1, got {source.batches_per_selection}")
+                problems.add(
+                    f"{path}.sources[{j}].batches_per_selection",
+                    f"must be at least 1, got {source.batches_per_selection}",
+                )
             if source.weight <= 0:
                 problems.add(f"{path}.sources[{j}].weight", f"must be positive, got {source.weight}")
     _check_evaluation(config, problems)
@@ -112,18 +153,42 @@ def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
         check_source(config, source, f"evaluation.sources[{j}].source", problems)
         if sources.count(source) > 1:
             problems.add(f"evaluation.sources[{j}].source", f"{source!r} is listed more than once")
-    validation_based = config.export_onnx or config.export_pt or training.early_stopping_patience is not None or training.save_interval_val_loss
+    validation_based = (
+        config.export_onnx
+        or config.export_pt
+        or training.early_stopping_patience is not None
+        or training.save_interval_val_loss
+    )
     if evaluation.monitor is None:
         if len(sources) > 1 and validation_based:
-            problems.add("evaluation.monitor", "required with several evaluation sources, to choose the best model and stop early: e.g. {source: " + sources[0] + ", metric: loss, mode: min}")
+            problems.add(
+                "evaluation.monitor",
+                "required with several evaluation sources, to choose the best model and stop early: e.g. {source: "
+                + sources[0]
+                + ", metric: loss, mode: min}",
+            )
     elif evaluation.monitor.source not in sources:
-        problems.add("evaluation.monitor.source", f"{evaluation.monitor.source!r} is not an evaluation source ({', '.join(sources)})" + did_you_mean(evaluation.monitor.source, sources))
+        problems.add(
+            "evaluation.monitor.source",
+            f"{evaluation.monitor.source!r} is not an evaluation source ({', '.join(sources)})"
+            + did_you_mean(evaluation.monitor.source, sources),
+        )
 
 
 def check_source(config: TrainConfig, source: str, where: str, problems: ProblemList) -> None:
     dataset_name, _, part = source.partition(".")
     dataset = config.dataset_training.get(dataset_name)
     if dataset is None:
-        problems.add(where, f"unknown dataset {dataset_name!r}" + did_you_mean(dataset_name, config.dataset_training) + f"; datasets: {', '.join(config.dataset_training)}")
+        problems.add(
+            where,
+            f"unknown dataset {dataset_name!r}"
+            + did_you_mean(dataset_name, config.dataset_training)
+            + f"; datasets: {', '.join(config.dataset_training)}",
+        )
     elif part and part not in dataset.parts:
-        problems.add(where, f"unknown part {part!r} of dataset {dataset_name!r}" + did_you_mean(part, dataset.parts) + f"; parts: {', '.join(dataset.parts)}")
+        problems.add(
+            where,
+            f"unknown part {part!r} of dataset {dataset_name!r}"
+            + did_you_mean(part, dataset.parts)
+            + f"; parts: {', '.join(dataset.parts)}",
+        )

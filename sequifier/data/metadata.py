@@ -190,12 +190,18 @@ FOLDER_METADATA = "metadata.json"
 def folder_metadata_dict(split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> dict:
     """The metadata.json of one split folder: its shards with sample counts plus the semantic keys."""
     semantic = metadata.to_json_dict()
-    values = {"split_index": split_index, "total_samples": sum(int(f["samples"]) for f in batch_files), "batch_files": batch_files}
+    values = {
+        "split_index": split_index,
+        "total_samples": sum(int(f["samples"]) for f in batch_files),
+        "batch_files": batch_files,
+    }
     return {key: values[key] if key in values else semantic[key] for key in FOLDER_KEY_ORDER}
 
 
 def write_folder_metadata(folder: Path, split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> None:
-    write_text_atomic(Path(folder) / FOLDER_METADATA, json.dumps(folder_metadata_dict(split_index, metadata, batch_files), indent=4))
+    write_text_atomic(
+        Path(folder) / FOLDER_METADATA, json.dumps(folder_metadata_dict(split_index, metadata, batch_files), indent=4)
+    )
 
 
 def read_folder_metadata(folder: Path) -> dict:
@@ -208,8 +214,9 @@ def read_folder_metadata(folder: Path) -> dict:
     except json.JSONDecodeError as error:
         raise UserError(str(path), f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     files = raw.get("batch_files") if isinstance(raw, dict) else None
-    if not isinstance(files, list) or not all(isinstance(f, dict) and isinstance(f.get("path"), str)
-                                              and isinstance(f.get("samples"), int) for f in files):
+    if not isinstance(files, list) or not all(
+        isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("samples"), int) for f in files
+    ):
         raise UserError(str(path), "batch_files must be a list of {path, samples} entries")
     if not isinstance(raw.get("window_length"), int):
         raise UserError(str(path), "window_length must be an integer")

@@ -104,8 +104,10 @@ def _windows_from_table(path: Path, wanted: list[str], categorical: Collection[s
     input_type = table.schema.field(INPUT_COLUMN).type
     table = table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
     value_names = _value_columns_in(table.schema.names, path)
-    values = np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names]) if table.num_rows else (
-        np.zeros((0, len(value_names)), dtype=np.float64)
+    values = (
+        np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names])
+        if table.num_rows
+        else (np.zeros((0, len(value_names)), dtype=np.float64))
     )
     input_col = table.column(INPUT_COLUMN)
     rows_by_column = {column: np.flatnonzero(pc.equal(input_col, column).to_numpy()) for column in wanted}
@@ -137,10 +139,11 @@ def _windows_from_pt(path: Path, wanted: list[str], categorical: Collection[str]
     for column in wanted:
         if column not in sequences:
             raise UserError(column, f"column is not stored in {path}")
-    arrays = {
-        c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted
-    }
-    return StoredWindows(columns=arrays, **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()})
+    arrays = {c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted}
+    return StoredWindows(
+        columns=arrays,
+        **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()},
+    )
 
 
 def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
@@ -151,7 +154,9 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
         loader = _windows_from_pt if shard.suffix == ".pt" else _windows_from_table
         part = loader(shard, wanted, categorical)
         if len(part) != entry["samples"]:
-            raise UserError(str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}")
+            raise UserError(
+                str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
+            )
         parts.append(part)
     return concat_windows(parts, wanted, described["window_length"])
 

@@ -49,7 +49,11 @@ def trace_sites(network: SequifierNetwork) -> list[str]:
     sites = []
     for name in network.interfaces:
         sites += [f"interfaces.{name}.ingestion", f"interfaces.{name}.adapter"]
-    sites += ["backbone.position"] + [f"backbone.layers.{i}" for i in range(len(network.backbone.layers))] + ["backbone.final_norm"]
+    sites += (
+        ["backbone.position"]
+        + [f"backbone.layers.{i}" for i in range(len(network.backbone.layers))]
+        + ["backbone.final_norm"]
+    )
     sites += [f"interfaces.{name}.decoder" for name in network.interfaces]
     return sites
 
@@ -92,7 +96,10 @@ def read_bundle(path: Path) -> tuple[SequifierNetwork, dict[str, Any], dict[str,
     if not isinstance(bundle, dict) or bundle.get("artifact_type") != ARTIFACT_TYPE:
         raise UserError(str(path), f"not a sequifier PT inference bundle (artifact_type {ARTIFACT_TYPE!r} expected)")
     if bundle.get("format_version") != FORMAT_VERSION:
-        raise UserError(str(path), f"bundle format_version {bundle.get('format_version')!r} is not supported (this sequifier reads {FORMAT_VERSION})")
+        raise UserError(
+            str(path),
+            f"bundle format_version {bundle.get('format_version')!r} is not supported (this sequifier reads {FORMAT_VERSION})",
+        )
     network = rebuild_network(bundle["model_config"], f"{path}: model_config")
     network.load_state_dict(bundle["model_state_dict"])
     return network.eval(), bundle["model_config"]["contract"], bundle["export_metadata"]

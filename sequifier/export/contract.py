@@ -44,7 +44,9 @@ def build_contract(network: SequifierNetwork, spec: RunSpec, artifact: str, drop
             entry["n_classes"] = column.n_classes
             entry["id_map"] = dict(metadata.id_maps.get(name, {}))
         else:
-            entry["statistics"] = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
+            entry["statistics"] = (
+                metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
+            )
         columns[name] = entry
     targets = interface.target_columns
     class_ids = {t: decoder.class_ids(t).tolist() for t in targets if spec.interface_columns[t].kind == "categorical"}
@@ -82,5 +84,10 @@ def decode(text: str) -> dict[str, Any]:
     """The contract of `text`; version-1 contracts (generative, no dropout, default special tokens) gain today's keys."""
     contract = json.loads(text)
     if contract.get("version") == 1:
-        contract.update(artifact="generative", dropout="inactive", special_token_ids=dict(SPECIAL_TOKEN_IDS), decoder_special_tokens={})
+        contract.update(
+            artifact="generative",
+            dropout="inactive",
+            special_token_ids=dict(SPECIAL_TOKEN_IDS),
+            decoder_special_tokens={},
+        )
     return contract

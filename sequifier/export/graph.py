@@ -19,8 +19,14 @@ class InferenceGraph(nn.Module):
     the predicted positions, [batch, prediction_length, dim_model] (`embedding`).
     """
 
-    def __init__(self, network: SequifierNetwork, interface: str, input_columns: list[str], target_columns: list[str],
-                 artifact: str):
+    def __init__(
+        self,
+        network: SequifierNetwork,
+        interface: str,
+        input_columns: list[str],
+        target_columns: list[str],
+        artifact: str,
+    ):
         super().__init__()
         self.network = network
         self.interface = interface

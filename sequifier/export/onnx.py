@@ -53,12 +53,20 @@ def _force_dropout_active(proto: onnx.ModelProto) -> None:
             node.input[2] = ACTIVE_FLAG
 
 
-def export_onnx(network: SequifierNetwork, spec: RunSpec, path: Path, artifact: str = "generative", with_dropout: bool = False) -> None:
+def export_onnx(
+    network: SequifierNetwork, spec: RunSpec, path: Path, artifact: str = "generative", with_dropout: bool = False
+) -> None:
     """Write `artifact` ("generative" or "embedding") of `spec`'s interface to `path` atomically, contract embedded."""
     interface = spec.interface
     device = next(network.parameters()).device
     was_training = network.training
-    graph = InferenceGraph(network, spec.interface_name, list(interface.input_columns), list(interface.target_columns), artifact).cpu().eval()
+    graph = (
+        InferenceGraph(
+            network, spec.interface_name, list(interface.input_columns), list(interface.target_columns), artifact
+        )
+        .cpu()
+        .eval()
+    )
     input_names = list(interface.input_columns) + [PAD_INPUT]
     contract = build_contract(network, spec, artifact, "active" if with_dropout else "inactive")
     output_names = list(contract["outputs"].values())
@@ -68,9 +76,17 @@ def export_onnx(network: SequifierNetwork, spec: RunSpec, path: Path, artifact: 
         with atomic_path(path) as temporary:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                torch.onnx.export(graph, example_inputs(spec), str(temporary), input_names=input_names,
-                                  output_names=output_names, dynamic_axes=dynamic_axes, dynamo=False, training=mode,
-                                  do_constant_folding=not with_dropout)
+                torch.onnx.export(
+                    graph,
+                    example_inputs(spec),
+                    str(temporary),
+                    input_names=input_names,
+                    output_names=output_names,
+                    dynamic_axes=dynamic_axes,
+                    dynamo=False,
+                    training=mode,
+                    do_constant_folding=not with_dropout,
+                )
             proto = onnx.load(str(temporary))
             if with_dropout:
                 _force_dropout_active(proto)

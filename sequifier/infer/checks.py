@@ -44,7 +44,9 @@ def _shown(value: Any) -> Any:
 
 
 def disagree(where: str, stated: Any, model_value: Any, model_file: Path, source: str = "config") -> UserError:
-    return UserError(where, f"{source} says {_shown(stated)!r}, but {model_file.name} was exported with {_shown(model_value)!r}")
+    return UserError(
+        where, f"{source} says {_shown(stated)!r}, but {model_file.name} was exported with {_shown(model_value)!r}"
+    )
 
 
 def check_stated(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
@@ -81,32 +83,48 @@ def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dic
     """The data's categories and normalization must be the ones the model was trained with."""
     for name, column in contract["columns"].items():
         if name not in metadata.column_data_types:
-            raise UserError("metadata_config_path", f"{metadata_path.name} has no column {name!r}, which {model_file.name} reads or predicts")
+            raise UserError(
+                "metadata_config_path",
+                f"{metadata_path.name} has no column {name!r}, which {model_file.name} reads or predicts",
+            )
         if column["kind"] == "categorical":
             if metadata.id_maps.get(name) != column["id_map"]:
-                raise UserError(f"id_maps.{name}", f"{metadata_path.name} maps {len(metadata.id_maps.get(name, {}))} values, "
-                                                   f"{model_file.name} was trained on a different map of {len(column['id_map'])} values")
+                raise UserError(
+                    f"id_maps.{name}",
+                    f"{metadata_path.name} maps {len(metadata.id_maps.get(name, {}))} values, "
+                    f"{model_file.name} was trained on a different map of {len(column['id_map'])} values",
+                )
         else:
             stated = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
             if stated != column["statistics"]:
-                raise disagree(f"selected_columns_statistics.{name}", stated, column["statistics"], model_file, metadata_path.name)
+                raise disagree(
+                    f"selected_columns_statistics.{name}", stated, column["statistics"], model_file, metadata_path.name
+                )
 
 
 def check_model_type(model_type: str, contract: dict[str, Any], model_file: Path) -> None:
     artifact = contract["artifact"]
     if artifact not in ("network", model_type):
-        raise UserError("model_type", f"is {model_type!r}, but {model_file.name} was exported with model type {artifact!r}")
+        raise UserError(
+            "model_type", f"is {model_type!r}, but {model_file.name} was exported with model type {artifact!r}"
+        )
 
 
 def check_dropout(infer_with_dropout: bool, contract: dict[str, Any], model_file: Path) -> None:
     """ONNX graphs fix dropout at export (export_with_dropout); PT bundles can do both."""
     mode = contract["dropout"]
     if mode == "inactive" and infer_with_dropout:
-        raise UserError("infer_with_dropout", f"is true, but {model_file.name} was exported with export_with_dropout: false; "
-                                              "use a model exported with export_with_dropout: true, or a PT bundle")
+        raise UserError(
+            "infer_with_dropout",
+            f"is true, but {model_file.name} was exported with export_with_dropout: false; "
+            "use a model exported with export_with_dropout: true, or a PT bundle",
+        )
     if mode == "active" and not infer_with_dropout:
-        raise UserError("infer_with_dropout", f"is false, but {model_file.name} was exported with export_with_dropout: true; "
-                                              "set infer_with_dropout: true, or use a model exported without dropout")
+        raise UserError(
+            "infer_with_dropout",
+            f"is false, but {model_file.name} was exported with export_with_dropout: true; "
+            "set infer_with_dropout: true, or use a model exported without dropout",
+        )
 
 
 def check_generation(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
@@ -115,7 +133,10 @@ def check_generation(config: InferConfig, contract: dict[str, Any], model_file: 
     for column in config.sample_from_distribution_columns or ():
         if column not in targets or contract["columns"][column]["kind"] != "categorical":
             categorical = [t for t in targets if contract["columns"][t]["kind"] == "categorical"]
-            raise UserError("sample_from_distribution_columns", f"{column!r} is not a categorical target of {model_file.name} (those are {categorical})")
+            raise UserError(
+                "sample_from_distribution_columns",
+                f"{column!r} is not a categorical target of {model_file.name} (those are {categorical})",
+            )
     if not config.autoregressive:
         return
     requirements = {
@@ -127,8 +148,11 @@ def check_generation(config: InferConfig, contract: dict[str, Any], model_file: 
         if actual != needed:
             raise UserError("autoregressive", f"needs {field} {needed!r}, but {model_file.name} has {actual!r}")
     if sorted(contract["input_columns"]) != sorted(targets):
-        raise UserError("autoregressive", f"needs the input columns to be the targets, but {model_file.name} reads "
-                                          f"{contract['input_columns']} and predicts {targets}")
+        raise UserError(
+            "autoregressive",
+            f"needs the input columns to be the targets, but {model_file.name} reads "
+            f"{contract['input_columns']} and predicts {targets}",
+        )
 
 
 def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
@@ -137,7 +161,13 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
     for other_file, other in contracts[1:]:
         for field in INPUT_SIGNATURE:
             if first[field] != other[field]:
-                raise UserError("model_path", f"{first_file.name} and {other_file.name} are not compatible: {field} {first[field]!r} vs {other[field]!r}")
+                raise UserError(
+                    "model_path",
+                    f"{first_file.name} and {other_file.name} are not compatible: {field} {first[field]!r} vs {other[field]!r}",
+                )
         for column in first["input_columns"]:
             if first["columns"][column] != other["columns"][column]:
-                raise UserError("model_path", f"{first_file.name} and {other_file.name} are not compatible: column {column!r} is encoded differently")
+                raise UserError(
+                    "model_path",
+                    f"{first_file.name} and {other_file.name} are not compatible: column {column!r} is encoded differently",
+                )

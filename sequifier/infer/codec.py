@@ -26,7 +26,9 @@ def category_names(column: dict[str, Any], special_token_ids: dict[str, int]) ->
     return names
 
 
-def decode_values(values: np.ndarray, column: dict[str, Any], special_token_ids: dict[str, int], decode_categories: bool = True) -> np.ndarray:
+def decode_values(
+    values: np.ndarray, column: dict[str, Any], special_token_ids: dict[str, int], decode_categories: bool = True
+) -> np.ndarray:
     """Model values -> raw values: ids to their raw values (kept as ids unless `decode_categories`), reals de-normalized."""
     if column["kind"] == "categorical":
         ids = np.asarray(values).astype(np.int64)
@@ -41,7 +43,9 @@ def encode_values(raw: np.ndarray, column: dict[str, Any], special_token_ids: di
     if column["kind"] == "categorical":
         lookup = column["id_map"]
         other = lookup.get(OTHER, special_token_ids.get(OTHER, 1))
-        return np.array([lookup.get(str(v), other) for v in np.asarray(raw).reshape(-1)], dtype=np.int64).reshape(np.shape(raw))
+        return np.array([lookup.get(str(v), other) for v in np.asarray(raw).reshape(-1)], dtype=np.int64).reshape(
+            np.shape(raw)
+        )
     values = np.asarray(raw, dtype=np.float64)
     statistics = column.get("statistics")
     return normalize_values(values, statistics) if statistics else values

@@ -20,7 +20,9 @@ class Model(Protocol):
     def reseed(self, seed: int) -> None: ...
 
 
-def run_batched(model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, batch_size: int) -> dict[str, np.ndarray]:
+def run_batched(
+    model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, batch_size: int
+) -> dict[str, np.ndarray]:
     """Model outputs for all windows, `batch_size` windows per call, up to `model.concurrency` calls at once."""
 
     def call(start: int) -> dict[str, np.ndarray]:
@@ -72,14 +74,19 @@ class Chooser:
         return values, probabilities if self.keep_probabilities else {}
 
 
-def shift_in(inputs: dict[str, np.ndarray], padding: np.ndarray, values: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def shift_in(
+    inputs: dict[str, np.ndarray], padding: np.ndarray, values: dict[str, np.ndarray]
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """The next context: drop the oldest slot, append `values` ([windows, 1] per input column) as the newest item."""
-    shifted = {name: np.concatenate([array[:, 1:], values[name].astype(array.dtype)], axis=1) for name, array in inputs.items()}
+    shifted = {
+        name: np.concatenate([array[:, 1:], values[name].astype(array.dtype)], axis=1) for name, array in inputs.items()
+    }
     return shifted, np.maximum(padding - 1, 0)
 
 
-def generate(model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, steps: int, batch_size: int,
-             choose: Chooser) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+def generate(
+    model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, steps: int, batch_size: int, choose: Chooser
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """`steps` items per window, each prediction fed back as the next input; values [windows, steps], probabilities [windows, steps, classes]."""
     values_by_step, probabilities_by_step = [], []
     for _ in range(steps):

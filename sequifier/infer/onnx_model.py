@@ -21,8 +21,11 @@ def _providers(device: str) -> list[str]:
     if device == "cuda" and "CUDAExecutionProvider" in available:
         return ["CUDAExecutionProvider", "CPUExecutionProvider"]
     if device == "cuda":
-        raise UserError("device", f"is 'cuda', but this onnxruntime offers only {', '.join(available)}; "
-                                  "install onnxruntime-gpu, use a PT bundle, or set device: cpu")
+        raise UserError(
+            "device",
+            f"is 'cuda', but this onnxruntime offers only {', '.join(available)}; "
+            "install onnxruntime-gpu, use a PT bundle, or set device: cpu",
+        )
     raise UserError("device", f"is {device!r}, but ONNX models run on cpu or cuda; use a PT bundle for {device!r}")
 
 
@@ -57,8 +60,9 @@ class OnnxModel:
         options.log_severity_level = 3
         options.intra_op_num_threads = threads
         try:
-            return ort.InferenceSession(str(path), options, providers=self.providers,
-                                        disabled_optimizers=["EliminateDropout"])
+            return ort.InferenceSession(
+                str(path), options, providers=self.providers, disabled_optimizers=["EliminateDropout"]
+            )
         except Exception as error:  # onnxruntime raises its own exception types
             raise UserError(str(path), f"not a readable ONNX model ({' '.join(str(error).split())[:200]})") from None
 

@@ -20,8 +20,13 @@ from sequifier.infer.rows import Rows
 OUTPUT_KINDS = ("predictions", "probabilities", "embeddings")
 
 
-def generative_tables(rows: Rows, values: dict[str, np.ndarray], probabilities: dict[str, np.ndarray], contract: dict,
-                      decode_categories: bool) -> dict[str, pa.Table]:
+def generative_tables(
+    rows: Rows,
+    values: dict[str, np.ndarray],
+    probabilities: dict[str, np.ndarray],
+    contract: dict,
+    decode_categories: bool,
+) -> dict[str, pa.Table]:
     """{"predictions": table, "probabilities/<target>": table} of the written rows.
 
     `values` [views, positions] per target (ids or normalized reals), `probabilities` [views, positions, classes].
@@ -39,8 +44,9 @@ def generative_tables(rows: Rows, values: dict[str, np.ndarray], probabilities: 
     return tables
 
 
-def _probabilities_table(ids: dict[str, np.ndarray], probabilities: np.ndarray, target: str, contract: dict,
-                         decode_categories: bool) -> pa.Table:
+def _probabilities_table(
+    ids: dict[str, np.ndarray], probabilities: np.ndarray, target: str, contract: dict, decode_categories: bool
+) -> pa.Table:
     """One column per predictable class of `target` (named by its raw value, or its id), [rows, classes] in."""
     class_ids = np.asarray(contract["class_ids"][target])
     names = class_ids

@@ -17,8 +17,9 @@ def torch_device(device: str) -> torch.device:
     """`device` as torch sees it, or a UserError when this machine has no such device."""
     found = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}[device]
     if not found:
-        raise UserError("device", f"is {device!r}, but torch {torch.__version__} finds no {device} device here; "
-                                  "set device: cpu")
+        raise UserError(
+            "device", f"is {device!r}, but torch {torch.__version__} finds no {device} device here; set device: cpu"
+        )
     return torch.device(device)
 
 

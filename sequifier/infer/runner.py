@@ -79,7 +79,9 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     files = [resolve_model_path(project_root, p) for p in patterns]
     stems = [f.stem for f in files]
     if len(set(stems)) < len(stems):
-        raise UserError("model_path", f"models {[f.name for f in files]} would write to the same output folder (same file stem)")
+        raise UserError(
+            "model_path", f"models {[f.name for f in files]} would write to the same output folder (same file stem)"
+        )
     metadata_path = route.metadata_path if route else None
     if config.preprocessing_data_path:
         metadata_path = metadata_path_of_preprocessing(project_root, config.preprocessing_data_path)
@@ -118,17 +120,29 @@ def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser
 
 def _block(stored: StoredWindows, start: int, stop: int) -> StoredWindows:
     part = slice(start, stop)
-    return StoredWindows(columns={k: v[part] for k, v in stored.columns.items()}, sequence_ids=stored.sequence_ids[part],
-                         subsequence_ids=stored.subsequence_ids[part], start_item_positions=stored.start_item_positions[part],
-                         left_pad_lengths=stored.left_pad_lengths[part], split_start_item_positions=stored.split_start_item_positions[part],
-                         split_end_item_positions=stored.split_end_item_positions[part])
+    return StoredWindows(
+        columns={k: v[part] for k, v in stored.columns.items()},
+        sequence_ids=stored.sequence_ids[part],
+        subsequence_ids=stored.subsequence_ids[part],
+        start_item_positions=stored.start_item_positions[part],
+        left_pad_lengths=stored.left_pad_lengths[part],
+        split_start_item_positions=stored.split_start_item_positions[part],
+        split_end_item_positions=stored.split_end_item_positions[part],
+    )
 
 
-def infer_model(model: Model, model_file: Path, stored: StoredWindows, config: InferConfig, project_root: Path) -> list[Path]:
+def infer_model(
+    model: Model, model_file: Path, stored: StoredWindows, config: InferConfig, project_root: Path
+) -> list[Path]:
     """Predict every window with one model; part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/."""
     contract = model.contract
     model.reseed(config.seed)
-    chooser = Chooser(contract, tuple(config.sample_from_distribution_columns or ()), np.random.default_rng(config.seed), config.output_probabilities)
+    chooser = Chooser(
+        contract,
+        tuple(config.sample_from_distribution_columns or ()),
+        np.random.default_rng(config.seed),
+        config.output_probabilities,
+    )
     outputs = project_root / "outputs"
     written: list[Path] = []
     for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
@@ -144,8 +158,13 @@ def infer_model(model: Model, model_file: Path, stored: StoredWindows, config: I
     return written
 
 
-def run_inference(config_path: Path, data_path: str | None = None, model_path: str | None = None,
-                  seed: int | None = None, randomize: bool = False) -> list[Path]:
+def run_inference(
+    config_path: Path,
+    data_path: str | None = None,
+    model_path: str | None = None,
+    seed: int | None = None,
+    randomize: bool = False,
+) -> list[Path]:
     """Run every configured model over the configured split and write its outputs; returns the files written."""
     config = load_infer_config(config_path, data_path=data_path, model_path=model_path, seed=seed, randomize=randomize)
     if randomize:
@@ -169,6 +188,8 @@ def run_inference(config_path: Path, data_path: str | None = None, model_path: s
         files = infer_model(model, model_file, stored, config, project_root)
         written += files
         elapsed = time.perf_counter() - started
-        print(f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({len(stored) / max(elapsed, 1e-9):,.0f} windows/s)")
+        print(
+            f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({len(stored) / max(elapsed, 1e-9):,.0f} windows/s)"
+        )
         started = time.perf_counter()
     return written

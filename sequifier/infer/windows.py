@@ -37,8 +37,11 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     width = window_width(stored)
     needed = contract["context_length"] + contract["target_offset"]
     if width < needed:
-        raise UserError("data_path", f"stored windows hold {width} items, fewer than the model's context_length + "
-                                     f"target_offset ({contract['context_length']} + {contract['target_offset']})")
+        raise UserError(
+            "data_path",
+            f"stored windows hold {width} items, fewer than the model's context_length + "
+            f"target_offset ({contract['context_length']} + {contract['target_offset']})",
+        )
     return stored
 
 
@@ -57,8 +60,9 @@ def generation_start(width: int, contract: dict) -> np.ndarray:
     return np.array([width - contract["context_length"]])
 
 
-def model_inputs(columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict,
-                 starts: np.ndarray | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def model_inputs(
+    columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict, starts: np.ndarray | None = None
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Inputs of every (window, view starting at `starts`) pair, window-major, typed for the model, and their padding.
 
     Without `starts`, each window's newest context_length slots.

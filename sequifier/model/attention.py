@@ -32,7 +32,15 @@ class SelfAttention(nn.Module):
     The projections have no biases (as in sequifier 3.x).
     """
 
-    def __init__(self, dim: int, n_heads: int, n_kv_heads: int, output_projection: bool, dropout: float, rotary: RotaryEmbedding | None):
+    def __init__(
+        self,
+        dim: int,
+        n_heads: int,
+        n_kv_heads: int,
+        output_projection: bool,
+        dropout: float,
+        rotary: RotaryEmbedding | None,
+    ):
         super().__init__()
         self.n_heads = n_heads
         self.n_kv_heads = n_kv_heads

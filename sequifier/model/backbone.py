@@ -32,7 +32,9 @@ class Backbone(nn.Module):
             self.position = LearnedPositions(dim, max_length)
         self.input_dropout = nn.Dropout(architecture.dropout)
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
-        self.final_norm = make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
+        self.final_norm = (
+            make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
+        )
 
     def forward(self, x: Tensor, left_pad_lengths: Tensor | None, queries: int | None = None) -> Tensor:
         """States of every position, or of the last `queries` only (inference).

@@ -32,8 +32,16 @@ class Decoder(nn.Module):
     (a buffer mapping output index -> id); real heads return one value per position.
     """
 
-    def __init__(self, dim_model: int, targets: list[ColumnSpec], class_ids: dict[str, list[int]],
-                 prediction_length: int, support: int = 1, hidden_dims: tuple[int, ...] = (), activation: str = "relu"):
+    def __init__(
+        self,
+        dim_model: int,
+        targets: list[ColumnSpec],
+        class_ids: dict[str, list[int]],
+        prediction_length: int,
+        support: int = 1,
+        hidden_dims: tuple[int, ...] = (),
+        activation: str = "relu",
+    ):
         super().__init__()
         self.prediction_length = prediction_length
         self.support = support
@@ -70,6 +78,8 @@ class Decoder(nn.Module):
             if name in self.real_targets:
                 out = out.squeeze(-1)
             if evidence is not None:
-                out = torch.where(evidence if name in self.real_targets else evidence.unsqueeze(-1), out, self.prior(name))
+                out = torch.where(
+                    evidence if name in self.real_targets else evidence.unsqueeze(-1), out, self.prior(name)
+                )
             outputs[name] = out
         return outputs

@@ -90,7 +90,9 @@ def initialize_module(module: nn.Module, policy: Policy, generator: torch.Genera
 
 
 def _most_specific(policy: Policy, group: str, target: str) -> tuple[InitMethodConfig, str] | None:
-    candidates = [(selector, value) for (selector, t), value in policy.items() if t == target and matches(selector, group)]
+    candidates = [
+        (selector, value) for (selector, t), value in policy.items() if t == target and matches(selector, group)
+    ]
     if not candidates:
         return None
     return max(candidates, key=lambda item: len(item[0]))[1]
@@ -101,7 +103,10 @@ def _apply(method: InitMethodConfig, tensor: torch.Tensor, generator: torch.Gene
     if name == "preserve":
         return
     if name in FAN_BASED and tensor.dim() < 2:
-        raise UserError(where, f"{name} needs weight matrices, but this group has a {tensor.dim()}-d parameter; use normal, uniform, zeros or ones")
+        raise UserError(
+            where,
+            f"{name} needs weight matrices, but this group has a {tensor.dim()}-d parameter; use normal, uniform, zeros or ones",
+        )
     init = nn.init
     if name == "zeros":
         init.zeros_(tensor)
@@ -110,12 +115,25 @@ def _apply(method: InitMethodConfig, tensor: torch.Tensor, generator: torch.Gene
     elif name in ("xavier_uniform", "xavier_normal"):
         getattr(init, name + "_")(tensor, gain=_or(method.gain, 1.0), generator=generator)
     elif name in ("kaiming_uniform", "kaiming_normal"):
-        getattr(init, name + "_")(tensor, a=_or(method.a, 0.0), mode=method.mode or "fan_in", nonlinearity=method.nonlinearity or "leaky_relu", generator=generator)
+        getattr(init, name + "_")(
+            tensor,
+            a=_or(method.a, 0.0),
+            mode=method.mode or "fan_in",
+            nonlinearity=method.nonlinearity or "leaky_relu",
+            generator=generator,
+        )
     elif name == "normal":
         init.normal_(tensor, mean=_or(method.mean, 0.0), std=_or(method.std, 0.02), generator=generator)
     elif name == "trunc_normal":
         std = _or(method.std, 0.02)
-        init.trunc_normal_(tensor, mean=_or(method.mean, 0.0), std=std, a=_or(method.a, -2 * std), b=_or(method.b, 2 * std), generator=generator)
+        init.trunc_normal_(
+            tensor,
+            mean=_or(method.mean, 0.0),
+            std=std,
+            a=_or(method.a, -2 * std),
+            b=_or(method.b, 2 * std),
+            generator=generator,
+        )
     elif name == "uniform":
         init.uniform_(tensor, a=_or(method.a, -0.1), b=_or(method.b, 0.1), generator=generator)
 

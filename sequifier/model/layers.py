@@ -58,8 +58,12 @@ class TransformerLayer(nn.Module):
         attention = architecture.attention
         n_kv_heads = attention.n_kv_heads or (1 if attention.type == "mqa" else attention.n_heads)
         self.norm_first = architecture.normalization.norm_first
-        self.attention = SelfAttention(dim, attention.n_heads, n_kv_heads, attention.output_projection, architecture.dropout, rotary)
-        self.feed_forward = FeedForward(dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation)
+        self.attention = SelfAttention(
+            dim, attention.n_heads, n_kv_heads, attention.output_projection, architecture.dropout, rotary
+        )
+        self.feed_forward = FeedForward(
+            dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation
+        )
         self.attention_norm = make_norm(architecture.normalization.type, dim)
         self.feed_forward_norm = make_norm(architecture.normalization.type, dim)
         self.dropout = nn.Dropout(architecture.dropout)

@@ -34,14 +34,16 @@ class SequifierNetwork(nn.Module):
         self.backbone = backbone
         self.interfaces = nn.ModuleDict(interfaces)
 
-    def states(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None,
-               queries: int | None = None) -> Tensor:
+    def states(
+        self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None, queries: int | None = None
+    ) -> Tensor:
         """Final normalized backbone states [batch, positions, dim_model]."""
         modules = self.interfaces[interface]
         return self.backbone(modules.adapter(modules.ingestion(inputs)), left_pad_lengths, queries)
 
-    def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None,
-                queries: int | None = None) -> dict[str, Tensor]:
+    def forward(
+        self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None, queries: int | None = None
+    ) -> dict[str, Tensor]:
         """One output per target at every position (or the last `queries`); the prior where nothing real was seen."""
         states = self.states(interface, inputs, left_pad_lengths, queries)
         length = next(iter(inputs.values())).shape[1]
@@ -62,32 +64,49 @@ def build_network(spec: NetworkSpec) -> SequifierNetwork:
         backbone = Backbone(architecture, spec.max_context_length)
     initialize_module(backbone, policy, scope.generator(), done)
     position_rows = feature_position_rows(architecture, spec.context_length)
-    interfaces = {name: build_interface(name, interface, architecture.dim_model, policy, done, position_rows)
-                  for name, interface in spec.interfaces.items()}
+    interfaces = {
+        name: build_interface(name, interface, architecture.dim_model, policy, done, position_rows)
+        for name, interface in spec.interfaces.items()
+    }
     return SequifierNetwork(backbone, interfaces)
 
 
-def build_interface(name: str, spec: InterfaceSpec, dim_model: int, policy: Policy, done: set[int],
-                    position_rows: int) -> Interface:
+def build_interface(
+    name: str, spec: InterfaceSpec, dim_model: int, policy: Policy, done: set[int], position_rows: int
+) -> Interface:
     """An interface's ingestion tree, the adapter from its width to dim_model, and its decoder.
 
     The adapter inherits the root ingestion's policy; the decoder the backbone's. `position_rows`
     (see `feature_position_rows`) sizes the per-feature position tables of the leaf branches; 0: none.
     """
     interface, columns = spec.config, spec.columns
-    ingestion, root = build_ingestion(interface.ingestion, columns, interface.input_columns, dim_model,
-                                      f"model.interfaces.{name}.ingestion", policy, done, position_rows)
+    ingestion, root = build_ingestion(
+        interface.ingestion,
+        columns,
+        interface.input_columns,
+        dim_model,
+        f"model.interfaces.{name}.ingestion",
+        policy,
+        done,
+        position_rows,
+    )
     adapter_scope = root.scope.child("adapter", None)
     with adapter_scope.constructing():
-        adapter = tag(nn.Linear(ingestion.width, dim_model), "adapter") if ingestion.width != dim_model else nn.Identity()
+        adapter = (
+            tag(nn.Linear(ingestion.width, dim_model), "adapter") if ingestion.width != dim_model else nn.Identity()
+        )
     initialize_module(adapter, root.policy, adapter_scope.generator(), done)
     targets = [columns[c] for c in interface.target_columns]
     special = interface.categorical_decoder_special_tokens or {}
-    class_ids = {t.name: predictable_class_ids(t, special.get(t.name, DEFAULT_PREDICTABLE_SPECIAL))
-                 for t in targets if t.kind == "categorical"}
+    class_ids = {
+        t.name: predictable_class_ids(t, special.get(t.name, DEFAULT_PREDICTABLE_SPECIAL))
+        for t in targets
+        if t.kind == "categorical"
+    }
     settings = interface.decoder
     hidden = (settings.hidden_dims or (dim_model,)) if settings.type == "mlp" else ()
-    decoder = Decoder(dim_model, targets, class_ids, settings.prediction_length, settings.support, hidden,
-                      settings.activation)
+    decoder = Decoder(
+        dim_model, targets, class_ids, settings.prediction_length, settings.support, hidden, settings.activation
+    )
     initialize_module(decoder, policy, None, done)
     return Interface(ingestion.module, adapter, decoder)

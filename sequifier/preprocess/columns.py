@@ -103,7 +103,9 @@ def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[Re
         selected = [n for n in names if n not in ID_COLUMNS]
     for column in selected:
         if column not in names:
-            raise UserError(column, f"selected column is not in the input {source.files[0]}" + did_you_mean(column, names))
+            raise UserError(
+                column, f"selected column is not in the input {source.files[0]}" + did_you_mean(column, names)
+            )
     if not selected:
         raise UserError(str(source.files[0]), "the input has no feature columns besides the identifiers")
     return selected
@@ -118,8 +120,11 @@ def plan_columns(
             raise UserError(name, f"required column is missing from {source.files[0]}")
     selected = _selected(config, source, reused)
     if config.split_column is not None and config.split_column not in source.schema.names:
-        raise UserError("split_column", f"{config.split_column!r} is not a column of {source.files[0]}"
-                        + did_you_mean(config.split_column, source.schema.names))
+        raise UserError(
+            "split_column",
+            f"{config.split_column!r} is not a column of {source.files[0]}"
+            + did_you_mean(config.split_column, source.schema.names),
+        )
     source = source.restricted(read_columns(selected, config.split_column))
     types = resolve_column_types(source.schema, selected, config)
     if reused is not None:

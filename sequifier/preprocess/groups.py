@@ -73,7 +73,12 @@ def _spill_schema(source: InputSource, columns: ColumnPlan) -> pa.Schema:
 
 
 def partition(
-    source: InputSource, columns: ColumnPlan, sequence_ids: np.ndarray, bounds: np.ndarray, folder: Path, progress: Progress
+    source: InputSource,
+    columns: ColumnPlan,
+    sequence_ids: np.ndarray,
+    bounds: np.ndarray,
+    folder: Path,
+    progress: Progress,
 ) -> list[Group]:
     """Second pass: route every row to its group's spill file (Arrow IPC)."""
     schema = _spill_schema(source, columns)
@@ -84,8 +89,10 @@ def partition(
     rows = np.zeros(lowest.shape[0], dtype=np.int64)
     try:
         for batch in iter_batches(source, columns.read_columns):
-            arrays = [pa.array(identifier_values(batch, n)) if n in ("sequenceId", "itemPosition") else batch.data.column(n)
-                      for n in schema.names]
+            arrays = [
+                pa.array(identifier_values(batch, n)) if n in ("sequenceId", "itemPosition") else batch.data.column(n)
+                for n in schema.names
+            ]
             data = pa.RecordBatch.from_arrays(arrays, schema=schema)
             group = np.searchsorted(lowest, arrays[0].to_numpy(), side="right") - 1
             if group[0] != group[-1] or np.any(group != group[0]):
@@ -110,7 +117,9 @@ def load_sorted(group: Group, columns: list[str] | None = None) -> SortedGroup:
     with pa.OSFile(str(group.path)) as handle:
         table = pa.ipc.open_file(handle).read_all()
     if columns is not None:
-        table = table.select(["sequenceId", "itemPosition", *[c for c in columns if c not in ("sequenceId", "itemPosition")]])
+        table = table.select(
+            ["sequenceId", "itemPosition", *[c for c in columns if c not in ("sequenceId", "itemPosition")]]
+        )
     table = table.combine_chunks()
     sequence_ids = table.column("sequenceId").to_numpy()
     item_positions = table.column("itemPosition").to_numpy()

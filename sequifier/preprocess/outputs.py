@@ -66,8 +66,12 @@ def write_task_split(form: OutputForm, split: int, task: int, windows: StoredWin
     else:
         pq.write_table(windows_to_table(windows, list(form.column_types)), folder / name)
     histogram = _first_seen_histogram(windows.left_pad_lengths)
-    return {"path": name, "samples": len(windows), "left_pad_length_histogram": histogram,
-            "target_valid_from_histogram": dict(histogram)}
+    return {
+        "path": name,
+        "samples": len(windows),
+        "left_pad_length_histogram": histogram,
+        "target_valid_from_histogram": dict(histogram),
+    }
 
 
 class MergedSplitWriter:

@@ -30,8 +30,12 @@ class Progress:
     """
 
     def __init__(
-        self, phase: str, total_units: Optional[int], every: float = REPORT_EVERY_S,
-        clock: Callable[[], float] = time.monotonic, stream: Optional[TextIO] = None,
+        self,
+        phase: str,
+        total_units: Optional[int],
+        every: float = REPORT_EVERY_S,
+        clock: Callable[[], float] = time.monotonic,
+        stream: Optional[TextIO] = None,
     ):
         self.phase = phase
         self.total_units = total_units

@@ -37,7 +37,8 @@ class ReusedMeaning:
                 raise self.mismatch(column, f"is a column of {data_file} but not of {self.path}")
             if _kind(known[column]) != _kind(column_type):
                 raise self.mismatch(
-                    column, f"is {_kind(known[column])} in {self.path} but {_kind(column_type)} in {data_file} "
+                    column,
+                    f"is {_kind(known[column])} in {self.path} but {_kind(column_type)} in {data_file} "
                     "(set categorical_columns/real_columns to match)",
                 )
             needs_statistics = self.metadata.normalize_real_columns and _kind(column_type) == "real"

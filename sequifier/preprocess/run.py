@@ -45,7 +45,9 @@ def _seed(config: PreprocessConfig) -> int:
 
 
 def _split_policy(config: PreprocessConfig, source: InputSource, scanned: ScanResult, seed: int) -> SplitPolicy:
-    policy = SplitPolicy(method=config.split_method, ratios=tuple(config.split_ratios), split_column=config.split_column)
+    policy = SplitPolicy(
+        method=config.split_method, ratios=tuple(config.split_ratios), split_column=config.split_column
+    )
     if config.split_method == "between_sequence":
         splits = sequence_splits(scanned.sequence_ids, policy.ratios, seed)
         return replace(policy, sequence_ids=scanned.sequence_ids, sequence_splits=splits)
@@ -55,8 +57,9 @@ def _split_policy(config: PreprocessConfig, source: InputSource, scanned: ScanRe
     return policy
 
 
-def _meanings(config: PreprocessConfig, columns: ColumnPlan, fitted_values: dict[str, pa.Array],
-              reused: Optional[ReusedMeaning]) -> dict[str, CategoricalMeaning]:
+def _meanings(
+    config: PreprocessConfig, columns: ColumnPlan, fitted_values: dict[str, pa.Array], reused: Optional[ReusedMeaning]
+) -> dict[str, CategoricalMeaning]:
     """Id map per categorical column; one built from the data holds the values of the rows used for fitting."""
     meanings = {}
     for name in columns.categorical:
@@ -75,8 +78,13 @@ def _check_static_maps(config: PreprocessConfig, columns: ColumnPlan) -> None:
             raise UserError(name, f"is a real column, but {path} gives it an id map (list it in categorical_columns)")
 
 
-def _fit(shared: SharedWork, groups: list[Group], config: PreprocessConfig, scanned: ScanResult,
-         reused: Optional[ReusedMeaning]) -> tuple[dict, dict[str, pa.Array]]:
+def _fit(
+    shared: SharedWork,
+    groups: list[Group],
+    config: PreprocessConfig,
+    scanned: ScanResult,
+    reused: Optional[ReusedMeaning],
+) -> tuple[dict, dict[str, pa.Array]]:
     """Statistics per real column (reused ones, else fitted), and per categorical column the sorted distinct values
     of the rows used for fitting. The pass also checks for duplicate positions.
     """
@@ -98,7 +106,7 @@ def _fit(shared: SharedWork, groups: list[Group], config: PreprocessConfig, scan
 def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) -> list[list[dict]]:
     """Run the write tasks; merged splits are assembled as parts arrive. Returns per split its shard entries."""
     per_file = 1 if shared.output.merged else (config.batches_per_file or 1)
-    tasks = [WriteTask(i, tuple(groups[s:s + per_file])) for i, s in enumerate(range(0, len(groups), per_file))]
+    tasks = [WriteTask(i, tuple(groups[s : s + per_file])) for i, s in enumerate(range(0, len(groups), per_file))]
     merged = [MergedSplitWriter(shared.output, s) for s in range(shared.split.n_splits)] if shared.output.merged else []
     progress = Progress("write", sum(g.rows for g in groups))
     entries: list[list[dict]] = [[] for _ in range(shared.split.n_splits)]
@@ -118,8 +126,15 @@ def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) ->
     return entries
 
 
-def _metadata(config: PreprocessConfig, form: OutputForm, columns: ColumnPlan, meanings: dict[str, CategoricalMeaning],
-              statistics: dict, normalize: bool, seed: int) -> DatasetMetadata:
+def _metadata(
+    config: PreprocessConfig,
+    form: OutputForm,
+    columns: ColumnPlan,
+    meanings: dict[str, CategoricalMeaning],
+    statistics: dict,
+    normalize: bool,
+    seed: int,
+) -> DatasetMetadata:
     n_splits = config.n_splits
     return DatasetMetadata(
         n_classes={name: meaning.n_classes for name, meaning in meanings.items()},
@@ -152,17 +167,30 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     log(f"read {scanned.rows} rows, {scanned.sequence_ids.shape[0]} sequences from {config.preprocessing_data_path}")
     normalize = reused.metadata.normalize_real_columns if reused is not None else config.normalize_real_columns
     form = OutputForm(
-        write_format=config.write_format, merged=config.merge_output, data_name=config.data_name, stage=staging.outputs,
-        parts=staging.parts, column_types=dict(columns.types), window_length=config.window_length,
+        write_format=config.write_format,
+        merged=config.merge_output,
+        data_name=config.data_name,
+        stage=staging.outputs,
+        parts=staging.parts,
+        column_types=dict(columns.types),
+        window_length=config.window_length,
     )
     shared = SharedWork(
-        columns=columns, split=_split_policy(config, source, scanned, seed), fit_on_all_data=config.normalize_on_all_data,
-        codes={}, statistics={}, normalize=normalize, window_length=config.window_length,
-        stride=config.effective_window_stride, output=form,
+        columns=columns,
+        split=_split_policy(config, source, scanned, seed),
+        fit_on_all_data=config.normalize_on_all_data,
+        codes={},
+        statistics={},
+        normalize=normalize,
+        window_length=config.window_length,
+        stride=config.effective_window_stride,
+        output=form,
     )
     min_groups = config.n_cores * (1 if config.merge_output else (config.batches_per_file or 1))
     bounds = plan_groups(scanned.sequence_lengths, min_groups)
-    groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total))
+    groups = partition(
+        source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total)
+    )
     pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
     statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)

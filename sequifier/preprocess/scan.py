@@ -100,5 +100,9 @@ def scan(source: InputSource, columns: ColumnPlan, progress: Progress) -> ScanRe
         rows += batch.data.num_rows
         progress.advance(batch.data.num_rows, batch.units)
     sequence_ids, lengths = counts.result()
-    return ScanResult(rows=rows, sequence_ids=sequence_ids, sequence_lengths=lengths,
-                      values={name: distinct.result() for name, distinct in values.items()})
+    return ScanResult(
+        rows=rows,
+        sequence_ids=sequence_ids,
+        sequence_lengths=lengths,
+        values={name: distinct.result() for name, distinct in values.items()},
+    )

@@ -63,7 +63,9 @@ class InputSource:
                 if name not in schema.names:
                     raise UserError(name, f"column is missing from {path}")
         fields = [
-            pa.field(name, _unified_type(name, [(p, s.field(name).type) for p, s in zip(self.files, self.file_schemas)]))
+            pa.field(
+                name, _unified_type(name, [(p, s.field(name).type) for p, s in zip(self.files, self.file_schemas)])
+            )
             for name in names
         ]
         return replace(self, schema=pa.schema(fields))
@@ -77,9 +79,14 @@ def input_files(config: PreprocessConfig) -> list[Path]:
     if not path.is_dir():
         raise UserError(str(path), "data file or folder not found")
     if path.resolve() == (Path(config.project_root) / "data").resolve():
-        raise UserError(str(path), "the input folder is the output folder (<project_root>/data); move the input files into a subfolder")
+        raise UserError(
+            str(path),
+            "the input folder is the output folder (<project_root>/data); move the input files into a subfolder",
+        )
     suffixes = {s for s, f in READ_FORMATS.items() if f == config.read_format}
-    files = sorted(p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith("."))
+    files = sorted(
+        p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith(".")
+    )
     if not files:
         raise UserError(str(path), f"the input folder holds no {config.read_format} files")
     return files
@@ -144,8 +151,13 @@ def open_source(config: PreprocessConfig) -> InputSource:
     schemas = tuple(_file_schema(path, config.read_format) for path in files)
     total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files) if config.read_format == "parquet" else None
     return InputSource(
-        files=tuple(files), read_format=config.read_format, file_schemas=schemas, schema=schemas[0],
-        max_rows=config.max_rows, total_rows=total_rows, total_bytes=sum(p.stat().st_size for p in files),
+        files=tuple(files),
+        read_format=config.read_format,
+        file_schemas=schemas,
+        schema=schemas[0],
+        max_rows=config.max_rows,
+        total_rows=total_rows,
+        total_bytes=sum(p.stat().st_size for p in files),
     )
 
 
@@ -163,7 +175,9 @@ def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserErr
     return UserError(str(path), f"cannot read as csv ({text})")
 
 
-def _file_batches(path: Path, read_format: str, schema: pa.Schema, header: Sequence[str]) -> Iterator[tuple[pa.RecordBatch, int]]:
+def _file_batches(
+    path: Path, read_format: str, schema: pa.Schema, header: Sequence[str]
+) -> Iterator[tuple[pa.RecordBatch, int]]:
     """(batch, bytes of the file consumed so far; 0 for parquet) for one file."""
     if read_format == "parquet":
         # Buffered page reads keep memory independent of row-group size (pre-buffered chunks would stay allocated).
@@ -176,7 +190,8 @@ def _file_batches(path: Path, read_format: str, schema: pa.Schema, header: Seque
     with pa.OSFile(str(path)) as handle:
         try:
             reader = pv.open_csv(
-                handle, read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                handle,
+                read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
                 convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types),
             )
             for batch in reader:

@@ -87,7 +87,9 @@ def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.Dat
     try:
         return tuple(pa.scalar(v).cast(arrow_type) for v in split_values)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
-        raise UserError("split_values", f"cannot compare with split_column {column!r} of type {arrow_type} ({error})") from None
+        raise UserError(
+            "split_values", f"cannot compare with split_column {column!r} of type {arrow_type} ({error})"
+        ) from None
 
 
 def row_splits(policy: SplitPolicy, group: SortedGroup) -> np.ndarray:

@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.data.metadata import normalize_values
+from sequifier.data.stored import StoredWindows, concat_windows
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout
 from sequifier.preprocess.idmaps import CategoricalCodes
@@ -16,7 +17,6 @@ from sequifier.preprocess.outputs import OutputForm, write_task_split
 from sequifier.preprocess.splitting import SplitPolicy, row_splits
 from sequifier.preprocess.statistics import Moments
 from sequifier.preprocess.windows import build_split_windows
-from sequifier.data.stored import StoredWindows, concat_windows
 
 
 @dataclass(frozen=True)
@@ -94,10 +94,17 @@ def _group_windows(shared: SharedWork, group: Group) -> list[StoredWindows]:
         rows = np.flatnonzero(splits == split)
         sequence_ids, positions = loaded.sequence_ids[rows], loaded.item_positions[rows]
         starts, lengths = sequence_layout(sequence_ids)
-        per_split.append(build_split_windows(
-            {name: column[rows] for name, column in values.items()}, sequence_ids, positions,
-            part_starts=starts, part_lengths=lengths, window_length=shared.window_length, stride=shared.stride,
-        ))
+        per_split.append(
+            build_split_windows(
+                {name: column[rows] for name, column in values.items()},
+                sequence_ids,
+                positions,
+                part_starts=starts,
+                part_lengths=lengths,
+                window_length=shared.window_length,
+                stride=shared.stride,
+            )
+        )
     return per_split
 
 

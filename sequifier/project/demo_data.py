@@ -66,15 +66,19 @@ def sample_table(chain: MarkovChain, n_sequences: int, min_length: int, max_leng
     flat_events = events[keep]
     amounts = chain.amount_means[flat_events] + rng.normal(0.0, 3.0, size=flat_events.shape)
     names = np.array([f"e{i:02d}" for i in range(N_EVENTS)])
-    return pa.table({
-        "sequenceId": pa.array(sequence_ids, pa.int64()),
-        "itemPosition": pa.array(positions, pa.int64()),
-        "event": pa.array(names[flat_events]),
-        "amount": pa.array(amounts, pa.float64()),
-    })
+    return pa.table(
+        {
+            "sequenceId": pa.array(sequence_ids, pa.int64()),
+            "itemPosition": pa.array(positions, pa.int64()),
+            "event": pa.array(names[flat_events]),
+            "amount": pa.array(amounts, pa.float64()),
+        }
+    )
 
 
-def write_demo_data(path: Path, n_sequences: int = 200, min_length: int = 1000, max_length: int = 1400, seed: int = 7) -> MarkovChain:
+def write_demo_data(
+    path: Path, n_sequences: int = 200, min_length: int = 1000, max_length: int = 1400, seed: int = 7
+) -> MarkovChain:
     chain = make_chain(seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     with atomic_path(path) as temporary:

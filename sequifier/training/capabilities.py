@@ -21,14 +21,24 @@ def check_supported(config: TrainConfig) -> None:
     problems = ProblemList()
     training = config.global_training
     if config.device.startswith("cuda") and not torch.cuda.is_available():
-        problems.add("device", f"{config.device!r} was requested but CUDA is not available on this machine; use device: cpu")
+        problems.add(
+            "device", f"{config.device!r} was requested but CUDA is not available on this machine; use device: cpu"
+        )
     check_arguments(training, problems)
     for name, dataset in config.dataset_training.items():
         path = f"dataset_training.{name}"
         if dataset.class_share_log_columns:
             problems.add(f"{path}.class_share_log_columns", NOT_YET)
-    for key in ("distributed", "layer_autocast", "layer_type_dtypes", "save_interval_batches", "save_interval_minutes",
-                "save_latest_interval_minutes", "save_interval_val_loss", "num_workers"):
+    for key in (
+        "distributed",
+        "layer_autocast",
+        "layer_type_dtypes",
+        "save_interval_batches",
+        "save_interval_minutes",
+        "save_latest_interval_minutes",
+        "save_interval_val_loss",
+        "num_workers",
+    ):
         if getattr(training, key):
             problems.add(f"global_training.{key}", NOT_YET)
     if training.torch_compile != "none":

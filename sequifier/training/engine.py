@@ -53,10 +53,15 @@ class Trainer:
         fit_priors(self.network, self.parts)
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
         self.views = {dataset: spec.dataset_view(dataset) for dataset in config.dataset_training}
-        self.schedules = [[self._schedule(p, e) for e in range(1, phase.epochs + 1)] for p, phase in enumerate(config.training_plan.phases)]
+        self.schedules = [
+            [self._schedule(p, e) for e in range(1, phase.epochs + 1)]
+            for p, phase in enumerate(config.training_plan.phases)
+        ]
         phase_steps = [sum(self._optimizer_steps(schedule) for schedule in epochs) for epochs in self.schedules]
         phase_epochs = [phase.epochs for phase in config.training_plan.phases]
-        self.optimization = OptimizationLifecycle(list(self.network.parameters()), self.training, phase_epochs, phase_steps)
+        self.optimization = OptimizationLifecycle(
+            list(self.network.parameters()), self.training, phase_epochs, phase_steps
+        )
         self.monitor = Monitor(config)
         self.frozen = frozen_parameters(self.network, config)
         self.global_step = 0
@@ -78,7 +83,9 @@ class Trainer:
     def _schedule(self, phase_index: int, epoch: int) -> list[PlannedBatch]:
         counts = {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
         phase = self.spec.config.training_plan.phases[phase_index]
-        return phase_epoch(self.spec.config, phase, counts, stream_seed(self.spec.config.seed, "select", phase_index, epoch))
+        return phase_epoch(
+            self.spec.config, phase, counts, stream_seed(self.spec.config.seed, "select", phase_index, epoch)
+        )
 
     def _optimizer_steps(self, schedule: list[PlannedBatch]) -> int:
         """Updates one epoch makes: full windows, plus a flush at every dataset change and at the end."""
@@ -94,8 +101,13 @@ class Trainer:
     def run(self) -> TrainResult:
         spec = self.spec
         handler = attach_log_file(spec.logs_dir, spec.model_name)
-        self.metrics = {name: (MetricsFile(view.logs_dir / "training-metrics.csv", spec.run_dir.name),
-                               MetricsFile(view.logs_dir / "validation-metrics.csv", spec.run_dir.name)) for name, view in self.views.items()}
+        self.metrics = {
+            name: (
+                MetricsFile(view.logs_dir / "training-metrics.csv", spec.run_dir.name),
+                MetricsFile(view.logs_dir / "validation-metrics.csv", spec.run_dir.name),
+            )
+            for name, view in self.views.items()
+        }
         try:
             return self._run()
         finally:
@@ -123,7 +135,12 @@ class Trainer:
                 if interval and last_epoch % interval == 0:
                     self._checkpoint(phase_index, epoch, last_epoch)
                 if self.monitor.should_stop(last_epoch):
-                    logger.info("early stopping after epoch %d: no improvement of %s for %d epochs", last_epoch, self.monitor.description, self.training.early_stopping_patience)
+                    logger.info(
+                        "early stopping after epoch %d: no improvement of %s for %d epochs",
+                        last_epoch,
+                        self.monitor.description,
+                        self.training.early_stopping_patience,
+                    )
                     return self._finish(best_state, last_epoch, evaluation)
         return self._finish(best_state, last_epoch, evaluation)
 
@@ -148,8 +165,15 @@ class Trainer:
             if now - last_report > PROGRESS_SECONDS:
                 last_report = now
                 rate = number / (now - started)
-                logger.info("phase %s epoch %d batch %d/%d, %.0f samples/s, epoch ETA %.0fs", phase.name, epoch, number, len(schedule),
-                            samples / (now - started), (len(schedule) - number) / rate)
+                logger.info(
+                    "phase %s epoch %d batch %d/%d, %.0f samples/s, epoch ETA %.0fs",
+                    phase.name,
+                    epoch,
+                    number,
+                    len(schedule),
+                    samples / (now - started),
+                    (len(schedule) - number) / rate,
+                )
         self._flush()
         self.optimization.end_epoch()
         elapsed = max(time.perf_counter() - started, 1e-9)
@@ -159,16 +183,29 @@ class Trainer:
         loss, sums = self.batch_loss(part, chosen)
         if loss.requires_grad:
             loss.backward()
-        totals.add(Totals(loss={n: float(t.detach()) for n, (t, _) in sums.items()}, count={n: int(c) for n, (_, c) in sums.items()}))
+        totals.add(
+            Totals(
+                loss={n: float(t.detach()) for n, (t, _) in sums.items()},
+                count={n: int(c) for n, (_, c) in sums.items()},
+            )
+        )
         return len(chosen)
 
-    def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]:
+    def batch_loss(
+        self, part: PartData, chosen: torch.Tensor
+    ) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]:
         """The optimized loss of training views `chosen` (weighted per-target means over counted targets) and its sums."""
         losses = self.losses[part.spec.dataset]
         interface = self.spec.config.model.interfaces[part.interface]
         split = part.train
-        batch = gather_batch(split.windows, split.window_index[chosen], split.end_slot[chosen], view_shape(self.spec, part.interface),
-                             interface.input_columns, interface.target_columns)
+        batch = gather_batch(
+            split.windows,
+            split.window_index[chosen],
+            split.end_slot[chosen],
+            view_shape(self.spec, part.interface),
+            interface.input_columns,
+            interface.target_columns,
+        )
         inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
         targets = {k: v.to(self.device) for k, v in batch.targets.items()}
         pad = batch.left_pad_lengths.to(self.device) if batch.left_pad_lengths is not None else None
@@ -194,9 +231,18 @@ class Trainer:
         self.global_step += 1
 
     def _common(self, phase: str, dataset: str, part: str, epoch: int) -> dict:
-        return dict(phase=phase, dataset=dataset, part=part, epoch=epoch, global_step=self.global_step, learning_rate=self.epoch_learning_rate)
+        return dict(
+            phase=phase,
+            dataset=dataset,
+            part=part,
+            epoch=epoch,
+            global_step=self.global_step,
+            learning_rate=self.epoch_learning_rate,
+        )
 
-    def _log_training(self, phase: str, epoch: int, totals: dict[tuple[str, str], Totals], samples_per_second: float) -> float:
+    def _log_training(
+        self, phase: str, epoch: int, totals: dict[tuple[str, str], Totals], samples_per_second: float
+    ) -> float:
         """Per-part, per-target training losses; returns the mean aggregate over datasets."""
         aggregates = []
         for dataset in self.spec.config.dataset_training:
@@ -208,20 +254,39 @@ class Trainer:
                 combined.add(part_totals)
                 means = {t: part_totals.loss[t] / max(part_totals.count[t], 1) for t in part_totals.loss}
                 for target, value in means.items():
-                    self.metrics[dataset][0].write(**self._common(phase, dataset, part, epoch), target=target, metric="loss", value=value, samples_per_second="")
+                    self.metrics[dataset][0].write(
+                        **self._common(phase, dataset, part, epoch),
+                        target=target,
+                        metric="loss",
+                        value=value,
+                        samples_per_second="",
+                    )
             if combined.count:
                 means = {t: combined.loss[t] / max(combined.count[t], 1) for t in combined.loss}
                 aggregate = float(losses.aggregate(means))
                 aggregates.append(aggregate)
-                self.metrics[dataset][0].write(**self._common(phase, dataset, "", epoch), target="aggregate", metric="loss", value=aggregate, samples_per_second=samples_per_second)
-                logger.info("epoch %d (%s) %s training loss %.4f, %.0f samples/s", epoch, phase, dataset, aggregate, samples_per_second)
+                self.metrics[dataset][0].write(
+                    **self._common(phase, dataset, "", epoch),
+                    target="aggregate",
+                    metric="loss",
+                    value=aggregate,
+                    samples_per_second=samples_per_second,
+                )
+                logger.info(
+                    "epoch %d (%s) %s training loss %.4f, %.0f samples/s",
+                    epoch,
+                    phase,
+                    dataset,
+                    aggregate,
+                    samples_per_second,
+                )
         return sum(aggregates) / len(aggregates) if aggregates else float("nan")
 
     def _validate(self, phase: str, epoch: int) -> dict[str, Evaluation]:
         """Evaluation of every evaluation source: its parts' totals combined."""
         results = {}
         evaluation = self.spec.config.evaluation
-        for source in (evaluation.sources if evaluation else ()):
+        for source in evaluation.sources if evaluation else ():
             dataset, _, only_part = source.source.partition(".")
             losses = self.losses[dataset]
             combined = Totals()
@@ -229,21 +294,44 @@ class Trainer:
                 if d != dataset or (only_part and part != only_part) or data.validation is None:
                     continue
                 interface = self.spec.config.model.interfaces[data.interface]
-                part_totals = evaluate_split(self.network, data.interface, data.validation, view_shape(self.spec, data.interface),
-                                             interface.input_columns, losses, self.training.inference_batch_size, self.device)
+                part_totals = evaluate_split(
+                    self.network,
+                    data.interface,
+                    data.validation,
+                    view_shape(self.spec, data.interface),
+                    interface.input_columns,
+                    losses,
+                    self.training.inference_batch_size,
+                    self.device,
+                )
                 combined.add(part_totals)
                 self._write_validation(phase, dataset, part, epoch, summarize(part_totals, losses))
             result = summarize(combined, losses)
             results[source.source] = result
             self._write_validation(phase, dataset, only_part, epoch, result, aggregate_only=True)
-            per_target = ", ".join(f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses)
-            logger.info("epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s", epoch, result.loss, result.baseline_loss, source.source, per_target)
+            per_target = ", ".join(
+                f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses
+            )
+            logger.info(
+                "epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s",
+                epoch,
+                result.loss,
+                result.baseline_loss,
+                source.source,
+                per_target,
+            )
         return results
 
-    def _write_validation(self, phase: str, dataset: str, part: str, epoch: int, result: Evaluation, aggregate_only: bool = False) -> None:
+    def _write_validation(
+        self, phase: str, dataset: str, part: str, epoch: int, result: Evaluation, aggregate_only: bool = False
+    ) -> None:
         metrics = self.metrics[dataset][1]
         common = self._common(phase, dataset, part, epoch)
-        rows = [("aggregate", result.loss, result.baseline_loss)] if aggregate_only else [(t, result.losses[t], result.baseline[t]) for t in result.losses]
+        rows = (
+            [("aggregate", result.loss, result.baseline_loss)]
+            if aggregate_only
+            else [(t, result.losses[t], result.baseline[t]) for t in result.losses]
+        )
         for target, loss, baseline in rows:
             metrics.write(**common, target=target, metric="loss", value=loss, samples_per_second="")
             metrics.write(**common, target=target, metric="baseline_loss", value=baseline, samples_per_second="")

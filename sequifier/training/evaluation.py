@@ -25,7 +25,12 @@ class Totals:
     count: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Totals) -> None:
-        for mine, theirs in ((self.loss, other.loss), (self.baseline, other.baseline), (self.repeats, other.repeats), (self.count, other.count)):
+        for mine, theirs in (
+            (self.loss, other.loss),
+            (self.baseline, other.baseline),
+            (self.repeats, other.repeats),
+            (self.count, other.count),
+        ):
             for key, value in theirs.items():
                 mine[key] = mine.get(key, 0) + value
 
@@ -39,8 +44,16 @@ class Evaluation:
 
 
 @torch.no_grad()
-def evaluate_split(network: SequifierNetwork, interface: str, split: SplitData, shape: ViewShape, input_columns: tuple[str, ...],
-                   losses: TargetLosses, batch_size: int, device: torch.device) -> Totals:
+def evaluate_split(
+    network: SequifierNetwork,
+    interface: str,
+    split: SplitData,
+    shape: ViewShape,
+    input_columns: tuple[str, ...],
+    losses: TargetLosses,
+    batch_size: int,
+    device: torch.device,
+) -> Totals:
     """Loss and persistence totals of every counted target of one validation split."""
     was_training = network.training
     network.eval()
@@ -61,7 +74,9 @@ def evaluate_split(network: SequifierNetwork, interface: str, split: SplitData, 
             if target.kind == "categorical":
                 step.repeats[target.name] = int((batch.targets[target.name] == previous)[mask].sum())
             else:
-                step.baseline[target.name] = float(ELEMENTWISE[losses.criteria[target.name]](previous[mask], values[mask]).sum())
+                step.baseline[target.name] = float(
+                    ELEMENTWISE[losses.criteria[target.name]](previous[mask], values[mask]).sum()
+                )
         totals.add(step)
     network.train(was_training)
     return totals
@@ -75,7 +90,9 @@ def summarize(totals: Totals, losses: TargetLosses) -> Evaluation:
         means[target.name] = totals.loss.get(target.name, 0.0) / count if count else float("nan")
         if target.kind == "categorical":
             n_predictable = int((losses.output_index[target.name] >= 0).sum())
-            baseline[target.name] = persistence_loss_categorical(totals.repeats.get(target.name, 0), count, n_predictable)
+            baseline[target.name] = persistence_loss_categorical(
+                totals.repeats.get(target.name, 0), count, n_predictable
+            )
         else:
             baseline[target.name] = totals.baseline.get(target.name, 0.0) / count if count else float("nan")
     return Evaluation(means, baseline, float(losses.aggregate(means)), float(losses.aggregate(baseline)))

@@ -21,7 +21,13 @@ ELEMENTWISE = {
 class TargetLosses:
     """Sums and counts of each target's loss over the targets that count (valid and predictable)."""
 
-    def __init__(self, targets: list[ColumnSpec], criteria: dict[str, str], weights: dict[str, float], class_ids: dict[str, Tensor]):
+    def __init__(
+        self,
+        targets: list[ColumnSpec],
+        criteria: dict[str, str],
+        weights: dict[str, float],
+        class_ids: dict[str, Tensor],
+    ):
         self.targets = targets
         self.criteria = criteria
         self.weights = {t.name: weights.get(t.name, 1.0) for t in targets}
@@ -39,7 +45,9 @@ class TargetLosses:
             return index, valid & (index >= 0)
         return target, valid
 
-    def sums(self, outputs: dict[str, Tensor], targets: dict[str, Tensor], valid: Tensor) -> dict[str, tuple[Tensor, Tensor]]:
+    def sums(
+        self, outputs: dict[str, Tensor], targets: dict[str, Tensor], valid: Tensor
+    ) -> dict[str, tuple[Tensor, Tensor]]:
         """Per target: (sum of losses, number of counted targets)."""
         result = {}
         for target in self.targets:

@@ -6,7 +6,19 @@ import csv
 import logging
 from pathlib import Path
 
-METRIC_FIELDS = ["run_id", "phase", "dataset", "part", "epoch", "global_step", "target", "metric", "value", "learning_rate", "samples_per_second"]
+METRIC_FIELDS = [
+    "run_id",
+    "phase",
+    "dataset",
+    "part",
+    "epoch",
+    "global_step",
+    "target",
+    "metric",
+    "value",
+    "learning_rate",
+    "samples_per_second",
+]
 
 logger = logging.getLogger("sequifier")
 

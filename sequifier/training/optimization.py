@@ -11,7 +11,12 @@ from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.config.typed import ProblemList
 
-TAKES_TOTAL_STEPS = {"OneCycleLR": "total_steps", "PolynomialLR": "total_iters", "LinearLR": "total_iters", "CosineAnnealingLR": "T_max"}
+TAKES_TOTAL_STEPS = {
+    "OneCycleLR": "total_steps",
+    "PolynomialLR": "total_iters",
+    "LinearLR": "total_iters",
+    "CosineAnnealingLR": "T_max",
+}
 OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}
 
 
@@ -23,7 +28,9 @@ def _class(kind: str, name: str) -> type:
 def accepted_arguments(kind: str, name: str) -> list[str]:
     """Keyword arguments a user may set for this optimizer or scheduler (not those sequifier owns)."""
     parameters = inspect.signature(_class(kind, name)).parameters
-    names = [p for p in parameters if p not in OWNED_ARGUMENTS and parameters[p].kind is not inspect.Parameter.VAR_KEYWORD]
+    names = [
+        p for p in parameters if p not in OWNED_ARGUMENTS and parameters[p].kind is not inspect.Parameter.VAR_KEYWORD
+    ]
     if kind == "scheduler" and name == "OneCycleLR":
         names.append("total_steps")
     return list(dict.fromkeys(names))
@@ -39,11 +46,17 @@ def check_arguments(training: GlobalTrainingConfig, problems: ProblemList) -> No
         for argument in call:
             if argument != "name" and argument not in accepted:
                 owned = " (sequifier sets it from global_training.learning_rate)" if argument == "lr" else ""
-                problems.add(f"global_training.{kind}.{argument}", f"{name} does not take this argument{owned}"
-                             + did_you_mean(argument, accepted) + f"; it takes {', '.join(accepted)}")
+                problems.add(
+                    f"global_training.{kind}.{argument}",
+                    f"{name} does not take this argument{owned}"
+                    + did_you_mean(argument, accepted)
+                    + f"; it takes {', '.join(accepted)}",
+                )
 
 
-def build_optimizer(parameters: Iterable[torch.nn.Parameter], learning_rate: float, config: dict[str, Any]) -> torch.optim.Optimizer:
+def build_optimizer(
+    parameters: Iterable[torch.nn.Parameter], learning_rate: float, config: dict[str, Any]
+) -> torch.optim.Optimizer:
     arguments = {k: v for k, v in config.items() if k != "name"}
     return _class("optimizer", config["name"])(parameters, lr=learning_rate, **arguments)
 

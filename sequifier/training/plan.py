@@ -40,9 +40,18 @@ def source_parts(config: TrainConfig, source: str) -> list[tuple[str, str]]:
     return [(dataset, name) for name in config.dataset_training[dataset].parts]
 
 
-def phase_epoch(config: TrainConfig, phase: PhaseConfig, batch_counts: dict[tuple[str, str], int], seed: int) -> list[PlannedBatch]:
+def phase_epoch(
+    config: TrainConfig, phase: PhaseConfig, batch_counts: dict[tuple[str, str], int], seed: int
+) -> list[PlannedBatch]:
     """Every batch of one epoch of `phase`, in training order."""
-    queues = [[PlannedBatch(s.source, d, p, b) for d, p in source_parts(config, s.source) for b in range(batch_counts[(d, p)])] for s in phase.sources]
+    queues = [
+        [
+            PlannedBatch(s.source, d, p, b)
+            for d, p in source_parts(config, s.source)
+            for b in range(batch_counts[(d, p)])
+        ]
+        for s in phase.sources
+    ]
     if phase.mode == "sequential":
         return [batch for queue in queues for batch in queue]
     rng = random.Random(seed)

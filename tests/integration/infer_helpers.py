@@ -10,8 +10,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import torch
-
 from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.export.bundle import write_bundle
@@ -21,23 +21,32 @@ from sequifier.model.network import build_network
 
 METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 SPLIT = REFERENCE_DIR / "data" / "events-split2.parquet"
-GENERATIVE, EMBEDDING, DROPOUT, BUNDLE = "tiny-last-1.onnx", "tiny-embedding-last-1.onnx", "tiny-dropout-last-1.onnx", "tiny-last-1.pt"
+GENERATIVE, EMBEDDING, DROPOUT, BUNDLE = (
+    "tiny-last-1.onnx",
+    "tiny-embedding-last-1.onnx",
+    "tiny-dropout-last-1.onnx",
+    "tiny-last-1.pt",
+)
 
 
-def tiny_spec(project: Path, interface: dict | None = None, architecture: dict | None = None,
-              training: dict | None = None) -> RunSpec:
+def tiny_spec(
+    project: Path, interface: dict | None = None, architecture: dict | None = None, training: dict | None = None
+) -> RunSpec:
     config = tiny_train_config(project_root=str(project))
     config["global_training"].update(training or {})
     config["model"]["interface"].update(interface or {})
     config["model"]["backbone"]["architecture"].update({"num_layers": 2, **(architecture or {})})
     config["dataset"]["part"]["metadata_config_path"] = str(METADATA)
     if interface and "target_columns" in interface:
-        config["dataset"]["criterion"] = {t: ("MSELoss" if t in ("amount", "delay") else "CrossEntropyLoss") for t in interface["target_columns"]}
+        config["dataset"]["criterion"] = {
+            t: ("MSELoss" if t in ("amount", "delay") else "CrossEntropyLoss") for t in interface["target_columns"]
+        }
     return resolve(canonical_config(config), run_dir=project, cwd=REFERENCE_DIR)
 
 
-def export_all(project: Path, interface: dict | None = None, architecture: dict | None = None,
-               training: dict | None = None) -> RunSpec:
+def export_all(
+    project: Path, interface: dict | None = None, architecture: dict | None = None, training: dict | None = None
+) -> RunSpec:
     """One untrained tiny network, exported as generative, embedding and dropout ONNX and as a PT bundle under models/."""
     spec = tiny_spec(project, interface, architecture, training)
     torch.manual_seed(0)

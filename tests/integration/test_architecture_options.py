@@ -7,8 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
@@ -32,9 +32,15 @@ OPTIONS = {
     "sinusoidal_positions": [f"{ARCH}.position_encoding.type=sinusoidal"],
     "shared_layers": [f"{ARCH}.shared_layer_groups=[[0,1]]"],
     "mlp_decoder": ["model.interface.decoder.type=mlp", "+model.interface.decoder.hidden_dims=[24]"],
-    "composite_ingestion": ["~model.interface.ingestion", "+model.interface.ingestion={type:composite,branches:{cat:{columns:[event,channel],output_dim:8},"
-                            "num:{columns:[amount],output_dim:4}},merge:{type:sum}}"],
-    "initialization": ["model.backbone.initialization_seed=5", "model.backbone.initialization={attention.qkv:{weight:{method:xavier_normal}}}"],
+    "composite_ingestion": [
+        "~model.interface.ingestion",
+        "+model.interface.ingestion={type:composite,branches:{cat:{columns:[event,channel],output_dim:8},"
+        "num:{columns:[amount],output_dim:4}},merge:{type:sum}}",
+    ],
+    "initialization": [
+        "model.backbone.initialization_seed=5",
+        "model.backbone.initialization={attention.qkv:{weight:{method:xavier_normal}}}",
+    ],
 }
 
 
@@ -54,10 +60,14 @@ def test_option_trains_from_the_cli_and_exports_matching_onnx(reference_project:
     export_onnx(network, spec, tmp_path / "model.onnx")
     model = OnnxModel(tmp_path / "model.onnx")
     categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
-    stored = load_split(reference_project / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical)
+    stored = load_split(
+        reference_project / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical
+    )
     inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
     onnx_outputs = model(inputs, padding)
     with torch.no_grad():
-        torch_outputs = network(spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding))
+        torch_outputs = network(
+            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
+        )
     for target in spec.interface.target_columns:
         assert np.abs(onnx_outputs[target] - torch_outputs[target][:, -1:].numpy()).max() <= 1e-4

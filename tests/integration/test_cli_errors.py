@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
 
 
@@ -40,7 +39,10 @@ def _missing_preprocess_config(project: Path) -> list[str]:
 
 
 def _missing_infer_model(project: Path) -> list[str]:
-    write_yaml(project / "configs" / "infer.yaml", {"model_path": "models/none.onnx", "data_path": "data/events-split2.parquet"})
+    write_yaml(
+        project / "configs" / "infer.yaml",
+        {"model_path": "models/none.onnx", "data_path": "data/events-split2.parquet"},
+    )
     return ["infer"]
 
 

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import yaml
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
 
 
@@ -54,17 +53,27 @@ def test_preprocess_train_with_override_and_infer(reference_project: Path):
     recorded = yaml.safe_load(next(project.glob("outputs/*/*/.hydra/config.yaml")).read_text())
     assert recorded["global_training"]["batch_size"] == 8
 
-    write_yaml(project / "configs" / "infer.yaml", {
-        "model_path": "models/tiny-last-*.onnx",
-        "metadata_config_path": "configs/metadata_configs/events.json",
-    })
+    write_yaml(
+        project / "configs" / "infer.yaml",
+        {
+            "model_path": "models/tiny-last-*.onnx",
+            "metadata_config_path": "configs/metadata_configs/events.json",
+        },
+    )
     result = run_sequifier(["infer", "--config-path", "configs/infer.yaml"], project)
     assert result.returncode == 0, result.stderr
     predictions = read_csv(project / "outputs" / "predictions" / "tiny-last-1" / "part-000.csv")
     split = pq.read_table(project / "data" / "events-split2.parquet").to_pylist()
     windows = [row for row in split if row["inputCol"] == "event"]
     assert len(predictions) == len(windows)
-    assert list(predictions[0]) == ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition", "event", "amount"]
+    assert list(predictions[0]) == [
+        "sequenceId",
+        "subsequenceId",
+        "windowStartOffset",
+        "itemPosition",
+        "event",
+        "amount",
+    ]
     id_map = json.loads((project / "configs" / "metadata_configs" / "events.json").read_text())["id_maps"]["event"]
     data_values = {value for value in id_map if not value.startswith("[")}
     raw_amounts = [float(r["amount"]) for r in csv.DictReader((project / "data" / "events.csv").open())]

@@ -5,11 +5,10 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-import pyarrow.csv as pacsv
 import pyarrow.compute as pc
+import pyarrow.csv as pacsv
 import torch
 import yaml
-
 from conftest import run_sequifier, write_yaml
 
 GUIDE = Path(__file__).resolve().parents[1] / "fixtures" / "guide"
@@ -24,7 +23,10 @@ def prepare_parts(project: Path) -> None:
     base = yaml.safe_load((project / "configs" / "preprocess-parquet.yaml").read_text())
     base.update(read_format="csv", preprocessing_data_path="data/events-original.csv")
     write_yaml(project / "configs" / "preprocess-original.yaml", base)
-    base.update(preprocessing_data_path="data/events-increment.csv", metadata_config_path="configs/metadata_configs/events-original.json")
+    base.update(
+        preprocessing_data_path="data/events-increment.csv",
+        metadata_config_path="configs/metadata_configs/events-original.json",
+    )
     write_yaml(project / "configs" / "preprocess-increment.yaml", base)
     for name in ("original", "increment"):
         result = run_sequifier(["preprocess", "--config-path", f"configs/preprocess-{name}.yaml"], project)
@@ -49,7 +51,10 @@ def test_canonical_guide_config_runs_end_to_end(reference_project: Path):
     rows = list(csv.DictReader((project / "logs" / "event-model" / "training-metrics.csv").open()))
     phases = [(r["phase"], r["part"]) for r in rows if r["target"] != "aggregate"]
     assert set(phases[:1]) == {("incremental_finetuning", "increment")}
-    assert {p for p in phases if p[0] == "complete_retraining"} == {("complete_retraining", "original"), ("complete_retraining", "increment")}
+    assert {p for p in phases if p[0] == "complete_retraining"} == {
+        ("complete_retraining", "original"),
+        ("complete_retraining", "increment"),
+    }
     epochs = {int(r["epoch"]) for r in rows}
     assert epochs == set(range(1, 8))
     learning_rates = [float(r["learning_rate"]) for r in rows if r["target"] == "aggregate"]

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from infer_helpers import BUNDLE, DROPOUT, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
 
 from sequifier.config.errors import UserError
 from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
 from sequifier.infer.codec import encode_values
-from infer_helpers import BUNDLE, DROPOUT, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
 
 IDENTIFIERS = ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition"]
 
@@ -30,7 +30,10 @@ def test_onnx_and_pt_give_the_same_predictions_probabilities_and_embeddings(proj
     results = {}
     for model in (GENERATIVE, BUNDLE):
         infer(project, model, output_probabilities=True)
-        results[model] = (_columns(outputs(project, "predictions", model)), _columns(outputs(project, "probabilities", model, "event")))
+        results[model] = (
+            _columns(outputs(project, "predictions", model)),
+            _columns(outputs(project, "probabilities", model, "event")),
+        )
     (onnx_predictions, onnx_probabilities), (pt_predictions, pt_probabilities) = results[GENERATIVE], results[BUNDLE]
     assert list(onnx_predictions) == IDENTIFIERS + ["event", "amount"]
     assert len(onnx_predictions["event"]) == len(load_split(SPLIT, ["event"], {"event"}))
@@ -45,9 +48,14 @@ def test_onnx_and_pt_give_the_same_predictions_probabilities_and_embeddings(proj
 
     infer(project, EMBEDDING, model_type="embedding")
     infer(project, BUNDLE, model_type="embedding")
-    onnx_embeddings, pt_embeddings = _columns(outputs(project, "embeddings", EMBEDDING)), _columns(outputs(project, "embeddings", BUNDLE))
+    onnx_embeddings, pt_embeddings = (
+        _columns(outputs(project, "embeddings", EMBEDDING)),
+        _columns(outputs(project, "embeddings", BUNDLE)),
+    )
     assert list(onnx_embeddings) == IDENTIFIERS + [str(i) for i in range(16)]
-    np.testing.assert_array_equal(onnx_embeddings["itemPosition"] + 1, onnx_predictions["itemPosition"])  # the state of the last input item
+    np.testing.assert_array_equal(
+        onnx_embeddings["itemPosition"] + 1, onnx_predictions["itemPosition"]
+    )  # the state of the last input item
     for name in onnx_embeddings:
         np.testing.assert_allclose(onnx_embeddings[name], pt_embeddings[name], atol=1e-4, rtol=0)
 
@@ -57,7 +65,9 @@ def test_predictions_decode_to_values_of_the_id_map_and_plausible_reals(project:
     predictions = _columns(outputs(project, "predictions", GENERATIVE))
     assert set(predictions["event"]) <= {"[other]"} | {f"e{i:02d}" for i in range(12)}
     stored = load_split(SPLIT, ["event"], {"event"})
-    np.testing.assert_array_equal(predictions["itemPosition"], stored.start_item_positions + 16)  # the window's last item
+    np.testing.assert_array_equal(
+        predictions["itemPosition"], stored.start_item_positions + 16
+    )  # the window's last item
     infer(project, GENERATIVE, decode_categories=False)
     ids = _columns(outputs(project, "predictions", GENERATIVE))["event"]
     assert ids.dtype.kind == "i" and set(ids) <= {1} | set(range(3, 15))
@@ -66,9 +76,15 @@ def test_predictions_decode_to_values_of_the_id_map_and_plausible_reals(project:
 def _extended(stored: StoredWindows, newest: dict[str, np.ndarray]) -> StoredWindows:
     """The windows one item later: `newest` ([windows] model values per column) as their last item, inside the split."""
     columns = {c: np.concatenate([v[:, 1:], newest[c][:, None]], axis=1) for c, v in stored.columns.items()}
-    return StoredWindows(columns, stored.sequence_ids, stored.subsequence_ids, stored.start_item_positions + 1,
-                         np.maximum(stored.left_pad_lengths - 1, 0), stored.split_start_item_positions,
-                         stored.split_end_item_positions + 1)
+    return StoredWindows(
+        columns,
+        stored.sequence_ids,
+        stored.subsequence_ids,
+        stored.start_item_positions + 1,
+        np.maximum(stored.left_pad_lengths - 1, 0),
+        stored.split_start_item_positions,
+        stored.split_end_item_positions + 1,
+    )
 
 
 def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_path: Path):
@@ -77,9 +93,14 @@ def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_p
     A single-step run predicts a window's last item from the items before it, so step s equals a single step over the
     window extended by hand with the s-1 generated items and a placeholder for the item predicted.
     """
-    spec = export_all(tmp_path, interface={"input_columns": ["event", "amount"], "target_columns": ["event", "amount"],
-                                           "ingestion": {"type": "embedding", "output_dim": 16,
-                                                         "feature_embedding_dims": {"event": 8, "amount": 8}}})
+    spec = export_all(
+        tmp_path,
+        interface={
+            "input_columns": ["event", "amount"],
+            "target_columns": ["event", "amount"],
+            "ingestion": {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "amount": 8}},
+        },
+    )
     steps = 3
     infer(tmp_path, GENERATIVE, autoregressive=True, generation_steps=steps)
     generated = _columns(outputs(tmp_path, "predictions", GENERATIVE))
@@ -88,8 +109,10 @@ def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_p
     width = stored.columns["event"].shape[1]
     np.testing.assert_array_equal(generated["itemPosition"][::steps], stored.start_item_positions + width)
     np.testing.assert_array_equal(generated["windowStartOffset"], width - 8)
-    contract_columns = {"event": {"kind": "categorical", "id_map": spec.metadata.id_maps["event"]},
-                        "amount": {"kind": "real", "statistics": spec.metadata.selected_columns_statistics["amount"]}}
+    contract_columns = {
+        "event": {"kind": "categorical", "id_map": spec.metadata.id_maps["event"]},
+        "amount": {"kind": "real", "statistics": spec.metadata.selected_columns_statistics["amount"]},
+    }
     placeholder = {"event": np.zeros(len(stored), dtype=np.int64), "amount": np.zeros(len(stored))}
     for step in range(steps):
         extended = _extended(stored, placeholder)
@@ -101,7 +124,10 @@ def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_p
         for name in ("sequenceId", "subsequenceId", "itemPosition", "event"):
             np.testing.assert_array_equal(generated[name][rows], single[name], err_msg=f"step {step + 1}: {name}")
         np.testing.assert_allclose(generated["amount"][rows], single["amount"], atol=1e-4, rtol=0)
-        chosen = {c: encode_values(single[c], contract_columns[c], spec.metadata.special_token_ids) for c in ("event", "amount")}
+        chosen = {
+            c: encode_values(single[c], contract_columns[c], spec.metadata.special_token_ids)
+            for c in ("event", "amount")
+        }
         stored = _extended(stored, chosen)
 
 

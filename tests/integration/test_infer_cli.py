@@ -5,11 +5,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import pyarrow.csv as pacsv
-
 import onnxruntime
+import pyarrow.csv as pacsv
 import pytest
-
 from conftest import REFERENCE_DIR, run_sequifier, write_yaml
 from infer_helpers import BUNDLE, EMBEDDING, GENERATIVE, SPLIT, export_all
 
@@ -21,8 +19,12 @@ def test_an_onnx_file_alone_infers_with_model_path_data_path_and_model_type(tmp_
     for model in (GENERATIVE, EMBEDDING):
         shutil.copy(tmp_path / "training" / "models" / model, user / model)
     shutil.copy(SPLIT, user / "windows.parquet")
-    write_yaml(user / "generate.yaml", {"model_path": GENERATIVE, "data_path": "windows.parquet", "model_type": "generative"})
-    write_yaml(user / "embed.yaml", {"model_path": EMBEDDING, "data_path": "windows.parquet", "model_type": "embedding"})
+    write_yaml(
+        user / "generate.yaml", {"model_path": GENERATIVE, "data_path": "windows.parquet", "model_type": "generative"}
+    )
+    write_yaml(
+        user / "embed.yaml", {"model_path": EMBEDDING, "data_path": "windows.parquet", "model_type": "embedding"}
+    )
     runs = (("generate.yaml", "predictions", GENERATIVE, 6), ("embed.yaml", "embeddings", EMBEDDING, 4 + 16))
     for config, kind, model, width in runs:
         result = run_sequifier(["infer", "--config-path", config, "--seed", "3"], user)
@@ -33,7 +35,9 @@ def test_an_onnx_file_alone_infers_with_model_path_data_path_and_model_type(tmp_
 
     result = run_sequifier(["infer", "--config-path", "generate.yaml", "--seed", "1", "--randomize"], user)
     assert result.returncode == 2 and "not allowed with argument" in result.stderr
-    result = run_sequifier(["infer", "--config-path", "generate.yaml", "--randomize", "--model-path", "missing.onnx"], user)
+    result = run_sequifier(
+        ["infer", "--config-path", "generate.yaml", "--randomize", "--model-path", "missing.onnx"], user
+    )
     assert result.returncode == 2 and "missing.onnx: model file does not exist" in result.stderr
     assert "drawn by --randomize" in result.stdout
     help_text = run_sequifier(["infer", "--help"], user).stdout
@@ -41,9 +45,11 @@ def test_an_onnx_file_alone_infers_with_model_path_data_path_and_model_type(tmp_
         assert flag in help_text
 
 
-AUTOREGRESSIVE = {"input_columns": ["event", "amount"], "target_columns": ["event", "amount"],
-                  "ingestion": {"type": "embedding", "output_dim": 16,
-                                "feature_embedding_dims": {"event": 8, "amount": 8}}}
+AUTOREGRESSIVE = {
+    "input_columns": ["event", "amount"],
+    "target_columns": ["event", "amount"],
+    "ingestion": {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "amount": 8}},
+}
 
 
 def _scaffolded_by_3x(model: str) -> dict:
@@ -87,10 +93,15 @@ def test_an_infer_yaml_written_for_3x_runs_unchanged(reference_project: Path):
         identifiers = ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition"]
         assert table.column_names == identifiers + ["event", "amount"]
 
-    config = {**_scaffolded_by_3x(GENERATIVE), "deterministic": True, "window_stride": None,
-              "prediction_alignment_steps": 1, "model_interface": "default",
-              "column_data_types": {"event": "Int64", "amount": "Float64", "delay": "Float64"},
-              "additional_config_paths": ["configs/output.yaml"]}
+    config = {
+        **_scaffolded_by_3x(GENERATIVE),
+        "deterministic": True,
+        "window_stride": None,
+        "prediction_alignment_steps": 1,
+        "model_interface": "default",
+        "column_data_types": {"event": "Int64", "amount": "Float64", "delay": "Float64"},
+        "additional_config_paths": ["configs/output.yaml"],
+    }
     del config["output_probabilities"]
     write_yaml(reference_project / "configs" / "output.yaml", {"output_probabilities": True})
     write_yaml(reference_project / "configs" / "infer.yaml", config)
@@ -100,24 +111,35 @@ def test_an_infer_yaml_written_for_3x_runs_unchanged(reference_project: Path):
     assert (reference_project / "outputs" / "probabilities" / "tiny-last-1" / "event" / "part-000.csv").is_file()
 
 
-@pytest.mark.parametrize(("field", "value", "shown"), [
-    ("context_length", 16, "context_length: config says 16, but tiny-last-1.onnx was exported with 8"),
-    ("training_objective", "masked",
-     "training_objective: config says 'masked', but tiny-last-1.onnx was exported with 'causal'"),
-    ("target_column_types", {"event": "categorical", "amount": "categorical"},
-     "target_column_types: config says {'event': 'categorical', 'amount': 'categorical'}, "
-     "but tiny-last-1.onnx was exported with {'event': 'categorical', 'amount': 'real'}"),
-])
-def test_a_3x_field_that_contradicts_the_model_exits_2_with_both_values_in_one_line(reference_project: Path, field: str,
-                                                                                     value, shown: str):
+@pytest.mark.parametrize(
+    ("field", "value", "shown"),
+    [
+        ("context_length", 16, "context_length: config says 16, but tiny-last-1.onnx was exported with 8"),
+        (
+            "training_objective",
+            "masked",
+            "training_objective: config says 'masked', but tiny-last-1.onnx was exported with 'causal'",
+        ),
+        (
+            "target_column_types",
+            {"event": "categorical", "amount": "categorical"},
+            "target_column_types: config says {'event': 'categorical', 'amount': 'categorical'}, "
+            "but tiny-last-1.onnx was exported with {'event': 'categorical', 'amount': 'real'}",
+        ),
+    ],
+)
+def test_a_3x_field_that_contradicts_the_model_exits_2_with_both_values_in_one_line(
+    reference_project: Path, field: str, value, shown: str
+):
     write_yaml(reference_project / "configs" / "infer.yaml", {**_scaffolded_by_3x(GENERATIVE), field: value})
     result = run_sequifier(["infer"], reference_project)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: {shown}"]
 
 
-@pytest.mark.skipif("CUDAExecutionProvider" in onnxruntime.get_available_providers(),
-                    reason="this onnxruntime runs on CUDA")
+@pytest.mark.skipif(
+    "CUDAExecutionProvider" in onnxruntime.get_available_providers(), reason="this onnxruntime runs on CUDA"
+)
 def test_device_cuda_without_a_cuda_runtime_is_a_clear_error(reference_project: Path):
     write_yaml(reference_project / "configs" / "infer.yaml", {**_scaffolded_by_3x(GENERATIVE), "device": "cuda"})
     result = run_sequifier(["infer"], reference_project)

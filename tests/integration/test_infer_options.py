@@ -11,10 +11,10 @@ import numpy as np
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import pytest
-
 from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
-from sequifier.config.errors import UserError
 from infer_helpers import GENERATIVE, METADATA, SPLIT, export_all, infer, outputs
+
+from sequifier.config.errors import UserError
 
 PT_SPLIT = REFERENCE_DIR / "data" / "events_pt-split2"
 
@@ -77,30 +77,57 @@ def test_several_models_and_a_glob_that_picks_the_newest(project: Path):
         infer(project, GENERATIVE, model_path=[f"models/{GENERATIVE}", "models/tiny-last-1.pt"])
 
 
-@pytest.mark.parametrize(("fields", "message"), [
-    ({"context_length": 16}, "context_length: config says 16, but tiny-last-1.onnx was exported with 8"),
-    ({"input_columns": ["event", "amount"]}, "input_columns: config says ['event', 'amount'], but tiny-last-1.onnx was exported with ['event', 'channel', 'amount']"),
-    ({"real_columns": ["amount", "event"]}, "real_columns: config says ['amount', 'event'], but tiny-last-1.onnx was exported with ['amount']"),
-    ({"target_offset": 2}, "target_offset: config says 2"),
-    ({"model_type": "embedding"}, "model_type: is 'embedding', but tiny-last-1.onnx was exported with model type 'generative'"),
-    ({"autoregressive": True, "generation_steps": 2}, "autoregressive: needs the input columns to be the targets"),
-    ({"model_interface": "other"},
-     "model_interface: config says 'other', but tiny-last-1.onnx was exported with 'default'"),
-    ({"column_data_types": {"event": "Float64", "channel": "Int64", "amount": "Float64"}},
-     "column_data_types: config says {'event': 'Float64', 'channel': 'Int64', 'amount': 'Float64'}, but tiny-last-1.onnx "
-     "was exported with {'event': 'Int64', 'channel': 'Int64', 'amount': 'Float64'}"),
-])
-def test_explicit_values_that_disagree_with_the_contract_name_field_and_both_values(project: Path, fields: dict, message: str):
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"context_length": 16}, "context_length: config says 16, but tiny-last-1.onnx was exported with 8"),
+        (
+            {"input_columns": ["event", "amount"]},
+            "input_columns: config says ['event', 'amount'], but tiny-last-1.onnx was exported with ['event', 'channel', 'amount']",
+        ),
+        (
+            {"real_columns": ["amount", "event"]},
+            "real_columns: config says ['amount', 'event'], but tiny-last-1.onnx was exported with ['amount']",
+        ),
+        ({"target_offset": 2}, "target_offset: config says 2"),
+        (
+            {"model_type": "embedding"},
+            "model_type: is 'embedding', but tiny-last-1.onnx was exported with model type 'generative'",
+        ),
+        ({"autoregressive": True, "generation_steps": 2}, "autoregressive: needs the input columns to be the targets"),
+        (
+            {"model_interface": "other"},
+            "model_interface: config says 'other', but tiny-last-1.onnx was exported with 'default'",
+        ),
+        (
+            {"column_data_types": {"event": "Float64", "channel": "Int64", "amount": "Float64"}},
+            "column_data_types: config says {'event': 'Float64', 'channel': 'Int64', 'amount': 'Float64'}, but tiny-last-1.onnx "
+            "was exported with {'event': 'Int64', 'channel': 'Int64', 'amount': 'Float64'}",
+        ),
+    ],
+)
+def test_explicit_values_that_disagree_with_the_contract_name_field_and_both_values(
+    project: Path, fields: dict, message: str
+):
     with pytest.raises(UserError) as caught:
         infer(project, GENERATIVE, **fields)
     assert message in str(caught.value)
 
 
 def test_agreeing_explicit_values_and_extra_data_columns_pass(project: Path):
-    infer(project, GENERATIVE, context_length=8, input_columns=["amount", "event", "channel"], categorical_columns=["event", "channel", "unused"],
-          real_columns=["amount", "delay"], prediction_length=1, training_objective="causal", model_interface="default",
-          target_column_types={"event": "categorical", "amount": "real"},
-          column_data_types={"event": "Int64", "channel": "Int64", "amount": "Float64", "delay": "Float64"})
+    infer(
+        project,
+        GENERATIVE,
+        context_length=8,
+        input_columns=["amount", "event", "channel"],
+        categorical_columns=["event", "channel", "unused"],
+        real_columns=["amount", "delay"],
+        prediction_length=1,
+        training_objective="causal",
+        model_interface="default",
+        target_column_types={"event": "categorical", "amount": "real"},
+        column_data_types={"event": "Int64", "channel": "Int64", "amount": "Float64", "delay": "Float64"},
+    )
     infer(project, GENERATIVE, categorical_columns=["event"], real_columns=[])  # kinds may leave columns out, as in 3.x
 
 
@@ -132,9 +159,15 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
         changed = tiny_train_config()
         changed["global_training"]["context_length"] = 12
         write_yaml(reference_project / "configs" / "train.yaml", changed)
-        with pytest.raises(UserError, match="training_config_path: context_length: train.yaml says 12, but tiny-best-1.onnx was exported with 8"):
+        with pytest.raises(
+            UserError,
+            match="training_config_path: context_length: train.yaml says 12, but tiny-best-1.onnx was exported with 8",
+        ):
             run_inference(Path("configs/infer.yaml"))
-        write_yaml(reference_project / "configs" / "infer.yaml", {"training_config_path": "configs/train.yaml", "part": "other"})
+        write_yaml(
+            reference_project / "configs" / "infer.yaml",
+            {"training_config_path": "configs/train.yaml", "part": "other"},
+        )
         with pytest.raises(UserError, match="part: 'other' is not in train.yaml"):
             run_inference(Path("configs/infer.yaml"))
     finally:

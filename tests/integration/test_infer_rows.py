@@ -7,10 +7,10 @@ from pathlib import Path
 import numpy as np
 import pyarrow.csv as pacsv
 import pytest
-
 from conftest import REFERENCE_DIR
-from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
 from infer_helpers import BUNDLE, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
+
+from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
 
 EXPECTED_ROWS = REFERENCE_DIR / "expected-infer-rows"
 IDENTIFIERS = ["sequenceId", "subsequenceId", "windowStartOffset", "itemPosition"]
@@ -45,9 +45,15 @@ def test_rows_are_the_rows_sequifier_3_writes_for_the_reference_split(tmp_path: 
 def _cut(stored: StoredWindows, first_slot: int, width: int) -> StoredWindows:
     """Every window cut to its slots [first_slot, first_slot + width)."""
     columns = {c: v[:, first_slot : first_slot + width] for c, v in stored.columns.items()}
-    return StoredWindows(columns, stored.sequence_ids, stored.subsequence_ids, stored.start_item_positions + first_slot,
-                         np.maximum(stored.left_pad_lengths - first_slot, 0), stored.split_start_item_positions,
-                         stored.split_end_item_positions)
+    return StoredWindows(
+        columns,
+        stored.sequence_ids,
+        stored.subsequence_ids,
+        stored.start_item_positions + first_slot,
+        np.maximum(stored.left_pad_lengths - first_slot, 0),
+        stored.split_start_item_positions,
+        stored.split_end_item_positions,
+    )
 
 
 def _values(table, name: str) -> np.ndarray:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
@@ -35,7 +35,9 @@ def test_onnx_matches_torch_on_padded_and_unpadded_windows(reference_project: Pa
         paddings.append(padding)
         onnx_outputs = model(inputs, padding)
         with torch.no_grad():
-            torch_outputs = network(spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding))
+            torch_outputs = network(
+                spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
+            )
         for target in spec.interface.target_columns:
             difference = np.abs(onnx_outputs[target] - torch_outputs[target][:, -1:].numpy()).max()
             assert difference <= 1e-4, (split, target, difference)

@@ -7,12 +7,13 @@ import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
-
 from conftest import run_sequifier
 
 
 def test_randomize_prints_and_records_the_seed(reference_project: Path):
-    result = run_sequifier(["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--randomize"], reference_project)
+    result = run_sequifier(
+        ["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--randomize"], reference_project
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == ""
     seed = int(re.search(r"randomize: using seed (\d+)", result.stderr).group(1))
@@ -26,8 +27,18 @@ def test_folder_data_path_and_selected_columns(reference_project: Path):
     table = pq.read_table(reference_project / "data" / "events.parquet")
     pq.write_table(table.slice(0, 3000), folder / "a.parquet")
     pq.write_table(table.slice(3000), folder / "b.parquet")
-    result = run_sequifier(["preprocess", "--config-path", "configs/preprocess-pt.yaml", "--data-path", "data/events_parts",
-                            "--selected-columns", "event,amount"], reference_project)
+    result = run_sequifier(
+        [
+            "preprocess",
+            "--config-path",
+            "configs/preprocess-pt.yaml",
+            "--data-path",
+            "data/events_parts",
+            "--selected-columns",
+            "event,amount",
+        ],
+        reference_project,
+    )
     assert result.returncode == 0, result.stderr
     metadata = json.loads((reference_project / "configs" / "metadata_configs" / "events_parts.json").read_text())
     assert list(metadata["column_data_types"]) == ["event", "amount"]
@@ -40,8 +51,10 @@ def test_folder_data_path_and_selected_columns(reference_project: Path):
 def test_bad_column_is_one_line_and_leaves_nothing(reference_project: Path):
     (reference_project / "data" / "events-split0.parquet").unlink()
     before = sorted(p.name for p in (reference_project / "data").iterdir())
-    result = run_sequifier(["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--selected-columns", "event,amout"],
-                           reference_project)
+    result = run_sequifier(
+        ["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--selected-columns", "event,amout"],
+        reference_project,
+    )
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: amout: selected column is not in the input")
     assert sorted(p.name for p in (reference_project / "data").iterdir()) == before

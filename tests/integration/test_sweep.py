@@ -10,8 +10,18 @@ from conftest import run_sequifier, tiny_train_config, write_yaml
 
 def test_a_2x2_sweep_runs_four_jobs_with_distinct_directories_names_and_a_summary(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(evaluation=True))
-    result = run_sequifier(["train", "--config-path", "configs/train.yaml", "-m", "global_training.learning_rate=1e-3,3e-3",
-                            "global_training.batch_size=8,16", "training_plan.epochs=1"], reference_project)
+    result = run_sequifier(
+        [
+            "train",
+            "--config-path",
+            "configs/train.yaml",
+            "-m",
+            "global_training.learning_rate=1e-3,3e-3",
+            "global_training.batch_size=8,16",
+            "training_plan.epochs=1",
+        ],
+        reference_project,
+    )
     assert result.returncode == 0, result.stderr
     job_results = sorted((reference_project / "multirun").glob("*/*/*/result.json"))
     assert len(job_results) == 4

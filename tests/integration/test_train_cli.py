@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import yaml
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
 
 
@@ -17,8 +16,16 @@ def printed_config(project: Path, *args: str) -> dict:
 
 def test_flags_and_plus_tilde_overrides_reach_the_config(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
-    config = printed_config(reference_project, "--model-name", "renamed", "--seed", "5", "~evaluation",
-                            "+global_training.optimizer={name:Adam,betas:[0.8,0.9]}", "model.interface.decoder.prediction_length=2")
+    config = printed_config(
+        reference_project,
+        "--model-name",
+        "renamed",
+        "--seed",
+        "5",
+        "~evaluation",
+        "+global_training.optimizer={name:Adam,betas:[0.8,0.9]}",
+        "model.interface.decoder.prediction_length=2",
+    )
     assert config["model_name"] == "renamed"
     assert config["seed"] == 5
     assert config["evaluation"] is None
@@ -49,7 +56,10 @@ def test_skip_metadata_defers_metadata_checks_to_the_job(reference_project: Path
 
 def test_valid_but_unimplemented_choices_are_refused_before_training(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
-    result = run_sequifier(["train", "global_training.num_workers=2", "model.backbone.architecture.shared_layer_groups=[[0,0]]"], reference_project)
+    result = run_sequifier(
+        ["train", "global_training.num_workers=2", "model.backbone.architecture.shared_layer_groups=[[0,0]]"],
+        reference_project,
+    )
     assert result.returncode == 2
     assert "shared_layer_groups[0]" in result.stderr
     result = run_sequifier(["train", "global_training.num_workers=2"], reference_project)

@@ -48,8 +48,13 @@ REWRITING_FOREVER = """
 
 def start_writer(script: str, target: Path) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT)}
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(target)], env=env,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script), str(target)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def kill(process: subprocess.Popen) -> None:
@@ -94,8 +99,9 @@ def test_writers_that_need_a_path_replace_the_target(tmp_path):
     assert names_in(tmp_path) == ["model.onnx"]
 
 
-@pytest.mark.parametrize("failure", [RuntimeError("writer failed"), KeyboardInterrupt()],
-                         ids=["exception", "interrupt"])
+@pytest.mark.parametrize(
+    "failure", [RuntimeError("writer failed"), KeyboardInterrupt()], ids=["exception", "interrupt"]
+)
 def test_a_failing_writer_keeps_the_old_file_and_removes_its_temp(failure, tmp_path):
     target = tmp_path / "file.bin"
     target.write_bytes(OLD)

@@ -8,8 +8,16 @@ from pathlib import Path
 import sequifier
 
 PACKAGE = Path(sequifier.__file__).parent
-ABOVE_CONFIG = ("torch", "sequifier.training", "sequifier.distributed", "sequifier.model", "sequifier.export",
-                "sequifier.infer", "sequifier.commands", "sequifier.preprocess")
+ABOVE_CONFIG = (
+    "torch",
+    "sequifier.training",
+    "sequifier.distributed",
+    "sequifier.model",
+    "sequifier.export",
+    "sequifier.infer",
+    "sequifier.commands",
+    "sequifier.preprocess",
+)
 
 
 def imported_modules(path: Path) -> set[str]:
@@ -51,8 +59,11 @@ def reachable_from(start: list[Path]) -> dict[str, Path]:
 
 def test_config_imports_nothing_above_it_and_not_torch():
     imported = reachable_from(sorted((PACKAGE / "config").glob("*.py")))
-    offending = {name: str(path.relative_to(PACKAGE)) for name, path in imported.items()
-                 if any(name == layer or name.startswith(layer + ".") for layer in ABOVE_CONFIG)}
+    offending = {
+        name: str(path.relative_to(PACKAGE))
+        for name, path in imported.items()
+        if any(name == layer or name.startswith(layer + ".") for layer in ABOVE_CONFIG)
+    }
     assert offending == {}
 
 

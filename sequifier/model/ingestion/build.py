@@ -36,8 +36,16 @@ class NodeContext:
     position_rows: int
 
 
-def build_ingestion(node: IngestionConfig, columns: dict[str, ColumnSpec], input_columns: tuple[str, ...], root_width: int,
-                    path: str, inherited: Policy, done: set[int], position_rows: int) -> tuple[Built, NodeContext]:
+def build_ingestion(
+    node: IngestionConfig,
+    columns: dict[str, ColumnSpec],
+    input_columns: tuple[str, ...],
+    root_width: int,
+    path: str,
+    inherited: Policy,
+    done: set[int],
+    position_rows: int,
+) -> tuple[Built, NodeContext]:
     """The root ingestion (width: output_dim, or the backbone input width) and its context.
 
     `position_rows`: rows of each leaf column's learned position table, 0 when positions are not per feature.
@@ -57,7 +65,9 @@ def _node_width(node: IngestionConfig, path: str) -> int:
     raise UserError(f"{path}.output_dim", "a branch needs output_dim (or feature_embedding_dims to sum)")
 
 
-def _build_embedding(node: IngestionConfig, columns: dict[str, ColumnSpec], read: tuple[str, ...], width: int, context: NodeContext) -> Built:
+def _build_embedding(
+    node: IngestionConfig, columns: dict[str, ColumnSpec], read: tuple[str, ...], width: int, context: NodeContext
+) -> Built:
     specs = [columns[c] for c in read]
     widths = feature_widths(specs, width, node.feature_embedding_dims, context.path)
     with context.scope.constructing():
@@ -66,14 +76,18 @@ def _build_embedding(node: IngestionConfig, columns: dict[str, ColumnSpec], read
     return Built(module, width)
 
 
-def _build_composite(node: IngestionConfig, columns: dict[str, ColumnSpec], read: tuple[str, ...], width: int, context: NodeContext) -> Built:
+def _build_composite(
+    node: IngestionConfig, columns: dict[str, ColumnSpec], read: tuple[str, ...], width: int, context: NodeContext
+) -> Built:
     branches, widths = {}, {}
     for name, child in (node.branches or {}).items():
         path = f"{context.path}.branches.{name}"
         child_policy = extend_policy(context.policy, child.initialization, path)
         child_scope = context.scope.child(name, child.initialization_seed)
         child_context = NodeContext(path, child_scope, child_policy, context.done, context.position_rows)
-        built = BUILDERS[child.type](child, columns, tuple(child.columns or ()), _node_width(child, path), child_context)
+        built = BUILDERS[child.type](
+            child, columns, tuple(child.columns or ()), _node_width(child, path), child_context
+        )
         branches[name], widths[name] = built.module, built.width
     with context.scope.constructing():
         module = CompositeIngestion(branches, widths, node.merge.type if node.merge else "concat", width)

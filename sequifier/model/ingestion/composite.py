@@ -24,8 +24,12 @@ class BranchMerge(nn.Module):
     def __init__(self, widths: dict[str, int], merge: str, output_dim: int):
         super().__init__()
         self.merge_type = merge
-        self.projections = nn.ModuleDict({name: nn.Linear(width, output_dim) if width != output_dim else nn.Identity()
-                                          for name, width in widths.items()})
+        self.projections = nn.ModuleDict(
+            {
+                name: nn.Linear(width, output_dim) if width != output_dim else nn.Identity()
+                for name, width in widths.items()
+            }
+        )
         if merge == "gated":
             self.gate = nn.Linear(len(widths) * output_dim, len(widths))
         elif merge == "attention":

@@ -18,8 +18,9 @@ from sequifier.model.parameters import tag
 MIN_CATEGORICAL_WIDTH = 2
 
 
-def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None,
-                   where: str) -> dict[str, int]:
+def feature_widths(
+    columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None, where: str
+) -> dict[str, int]:
     """Width of each column's embedding: explicit, or output_dim shared by homogeneous columns.
 
     Real columns share output_dim evenly (the first ones get the remainder); categorical columns
@@ -30,15 +31,19 @@ def feature_widths(columns: list[ColumnSpec], output_dim: int, explicit: dict[st
         missing = [n for n in names if n not in explicit]
         unknown = [n for n in explicit if n not in names]
         if missing or unknown:
-            raise UserError(f"{where}.feature_embedding_dims", f"must name exactly the input columns {names}; missing {missing}, unknown {unknown}")
+            raise UserError(
+                f"{where}.feature_embedding_dims",
+                f"must name exactly the input columns {names}; missing {missing}, unknown {unknown}",
+            )
         bad = [n for n in names if explicit[n] < 1]
         if bad:
             raise UserError(f"{where}.feature_embedding_dims", f"widths must be positive, see {bad}")
         return {n: explicit[n] for n in names}
     kinds = {c.kind for c in columns}
     if len(kinds) > 1:
-        raise UserError(f"{where}.feature_embedding_dims",
-                        "is required when categorical and real input columns are mixed")
+        raise UserError(
+            f"{where}.feature_embedding_dims", "is required when categorical and real input columns are mixed"
+        )
     if kinds == {"categorical"}:
         return log_cardinality_widths(columns, output_dim, where)
     if output_dim < len(columns):
@@ -55,8 +60,10 @@ def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, where: st
     """
     floor_width = MIN_CATEGORICAL_WIDTH * len(columns)
     if output_dim < floor_width:
-        raise UserError(f"{where}.output_dim",
-                        f"{output_dim} must be at least twice the number of categorical input columns ({len(columns)})")
+        raise UserError(
+            f"{where}.output_dim",
+            f"{output_dim} must be at least twice the number of categorical input columns ({len(columns)})",
+        )
     weights = [math.log(c.n_classes) for c in columns]
     shares = [(output_dim - floor_width) * w / sum(weights) for w in weights]
     widths = [MIN_CATEGORICAL_WIDTH + math.floor(s) for s in shares]
@@ -73,8 +80,9 @@ class EmbeddingIngestion(nn.Module):
     embedding. The concatenation is projected to `output_dim` when the widths differ, then dropped out.
     """
 
-    def __init__(self, columns: list[ColumnSpec], widths: dict[str, int], output_dim: int, position_rows: int,
-                 dropout: float):
+    def __init__(
+        self, columns: list[ColumnSpec], widths: dict[str, int], output_dim: int, position_rows: int, dropout: float
+    ):
         super().__init__()
         self.column_names = [c.name for c in columns]
         self.embeddings = nn.ModuleDict()
@@ -86,8 +94,9 @@ class EmbeddingIngestion(nn.Module):
             if position_rows:
                 self.positions[column.name] = tag(nn.Embedding(position_rows, width), "position")
         total = sum(widths.values())
-        self.output_projection = (tag(nn.Linear(total, output_dim), "ingestion.output_projection")
-                                  if total != output_dim else nn.Identity())
+        self.output_projection = (
+            tag(nn.Linear(total, output_dim), "ingestion.output_projection") if total != output_dim else nn.Identity()
+        )
         self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:

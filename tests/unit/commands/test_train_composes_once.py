@@ -6,8 +6,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from conftest import tiny_train_config, write_yaml
+
 from sequifier import cli
 from sequifier.commands import train
 from sequifier.config import resolve as resolve_module
@@ -21,6 +21,7 @@ def counted(monkeypatch) -> Counter:
         def wrapper(*args, **kwargs):
             calls[name] += 1
             return function(*args, **kwargs)
+
         return wrapper
 
     monkeypatch.setattr(train, "compose_entry", counting("compose", train.compose_entry))

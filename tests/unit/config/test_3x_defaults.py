@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.training.optimization import OptimizationLifecycle
 

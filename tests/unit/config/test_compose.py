@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config, compose_config, parse_overrides
 from sequifier.config.errors import UserError
 
@@ -49,5 +49,8 @@ def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
     assert result.returncode == 0, result.stderr
     printed = yaml.safe_load(result.stdout)
     assert "default" in printed["model"]["interfaces"]
-    assert printed["dataset_training"]["default"]["parts"]["default"]["metadata_config_path"] == "configs/metadata_configs/events.json"
+    assert (
+        printed["dataset_training"]["default"]["parts"]["default"]["metadata_config_path"]
+        == "configs/metadata_configs/events.json"
+    )
     assert printed["training_plan"]["phases"][0]["name"] == "train"

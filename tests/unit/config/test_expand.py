@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.expand import expand_singletons
@@ -18,7 +18,9 @@ def canonical_twin() -> dict:
     dataset["parts"] = {"default": dataset.pop("part")}
     dataset["model_interface"] = "default"
     config["dataset_training"] = {"default": dataset}
-    config["training_plan"] = {"phases": [{"name": "train", "epochs": 1, "mode": "sequential", "sources": [{"source": "default"}]}]}
+    config["training_plan"] = {
+        "phases": [{"name": "train", "epochs": 1, "mode": "sequential", "sources": [{"source": "default"}]}]
+    }
     config["evaluation"] = {"sources": [{"source": "default"}]}
     return config
 
@@ -44,15 +46,30 @@ def test_evaluation_source_cannot_be_inferred_from_several_datasets():
     assert error.value.where == "evaluation"
 
 
-@pytest.mark.parametrize("change, where, fragment", [
-    (lambda c: c["global_training"].update(batch_size="8"), "global_training.batch_size", "expected an integer"),
-    (lambda c: c["model"]["backbone"]["architecture"]["attention"].update(n_heads=3), "model.backbone.architecture.attention.n_heads", "does not divide"),
-    (lambda c: c["dataset"]["criterion"].update(event="CrossEntropy"), "dataset_training.default.criterion.event", "did you mean 'CrossEntropyLoss'"),
-    (lambda c: c["dataset"]["criterion"].pop("amount"), "dataset_training.default.criterion", "'amount'"),
-    (lambda c: c["model"]["backbone"]["architecture"]["normalization"].update(type="batchnorm"), "model.backbone.architecture.normalization.type", "choose one of"),
-    (lambda c: c.update(training_spec={}), "training_spec", "global_training"),
-    (lambda c: c["model"].update(decoder={}), "model.decoder", "model.interfaces.<name>.decoder"),
-])
+@pytest.mark.parametrize(
+    "change, where, fragment",
+    [
+        (lambda c: c["global_training"].update(batch_size="8"), "global_training.batch_size", "expected an integer"),
+        (
+            lambda c: c["model"]["backbone"]["architecture"]["attention"].update(n_heads=3),
+            "model.backbone.architecture.attention.n_heads",
+            "does not divide",
+        ),
+        (
+            lambda c: c["dataset"]["criterion"].update(event="CrossEntropy"),
+            "dataset_training.default.criterion.event",
+            "did you mean 'CrossEntropyLoss'",
+        ),
+        (lambda c: c["dataset"]["criterion"].pop("amount"), "dataset_training.default.criterion", "'amount'"),
+        (
+            lambda c: c["model"]["backbone"]["architecture"]["normalization"].update(type="batchnorm"),
+            "model.backbone.architecture.normalization.type",
+            "choose one of",
+        ),
+        (lambda c: c.update(training_spec={}), "training_spec", "global_training"),
+        (lambda c: c["model"].update(decoder={}), "model.decoder", "model.interfaces.<name>.decoder"),
+    ],
+)
 def test_invalid_configs_name_the_canonical_path(change, where, fragment):
     config = tiny_train_config()
     change(config)

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.errors import UserError
 from sequifier.config.fragments import compose_file
@@ -83,7 +83,10 @@ def test_overlap_between_two_fragments_names_both(project: Path):
 
 def test_nested_fragments_are_refused(project: Path):
     entry = split_config(project)
-    write_yaml(project / "configs" / "dataset.yaml", {"dataset": tiny_train_config()["dataset"], "additional_config_paths": ["configs/x.yaml"]})
+    write_yaml(
+        project / "configs" / "dataset.yaml",
+        {"dataset": tiny_train_config()["dataset"], "additional_config_paths": ["configs/x.yaml"]},
+    )
     with pytest.raises(UserError, match="cannot include further fragments"):
         compose_file(entry)
 

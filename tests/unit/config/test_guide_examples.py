@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import torch
 import yaml
-
 from conftest import REFERENCE_DIR
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
@@ -31,10 +31,14 @@ REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.js
 # The guide's examples read windows of context_length 128 + target_offset 1 = 129 steps.
 GUIDE_WINDOW = 129
 # The evaluation fragment evaluates `telemetry.main`, a dataset the canonical example does not declare.
-TELEMETRY = {"dataset_training": {"telemetry": {
-    "parts": {"main": {"metadata_config_path": "configs/metadata/telemetry.json"}},
-    "criterion": {"event": "CrossEntropyLoss"},
-}}}
+TELEMETRY = {
+    "dataset_training": {
+        "telemetry": {
+            "parts": {"main": {"metadata_config_path": "configs/metadata/telemetry.json"}},
+            "criterion": {"event": "CrossEntropyLoss"},
+        }
+    }
+}
 
 
 def load(name: str) -> dict[str, Any]:
@@ -120,7 +124,12 @@ def test_singleton_example_validates_and_expands_as_the_guide_says():
     assert dataset.model_interface == "default"
     assert dataset.parts["default"].metadata_config_path == "configs/metadata/events.json"
     (phase,) = config.training_plan.phases
-    assert (phase.name, phase.epochs, phase.mode, [s.source for s in phase.sources]) == ("train", 5, "sequential", ["default"])
+    assert (phase.name, phase.epochs, phase.mode, [s.source for s in phase.sources]) == (
+        "train",
+        5,
+        "sequential",
+        ["default"],
+    )
     assert [s.source for s in config.evaluation.sources] == ["default"]
 
 
@@ -137,7 +146,9 @@ def test_canonical_example_validates():
     assert dataset.freeze.backbone.freeze == ("attention.qkv",)
     assert config.model.interfaces["event_prediction"].categorical_decoder_special_tokens == {"event": ("other",)}
     assert [(p.name, p.epochs, p.mode) for p in config.training_plan.phases] == [
-        ("incremental_finetuning", 2, "sequential"), ("complete_retraining", 5, "interleaved")]
+        ("incremental_finetuning", 2, "sequential"),
+        ("complete_retraining", 5, "interleaved"),
+    ]
     assert config.global_training.scheduler == {"name": "StepLR", "step_size": 1, "gamma": 0.99}
 
 
@@ -152,7 +163,9 @@ def test_complete_examples_resolve_against_their_metadata(example, tmp_path: Pat
 def test_canonical_example_resolves_both_parts_of_events(tmp_path: Path):
     spec = resolve(canonical_config(canonical()), tmp_path / "run", cwd=guide_project(tmp_path))
     assert [(p.dataset, p.part, p.metadata_path.name) for p in spec.parts] == [
-        ("events", "original", "events.json"), ("events", "increment", "events-increment.json")]
+        ("events", "original", "events.json"),
+        ("events", "increment", "events-increment.json"),
+    ]
 
 
 def test_guide_context_is_longer_than_the_reference_windows(tmp_path: Path):
@@ -181,16 +194,29 @@ def test_onecycle_total_steps_may_equal_the_sum_of_phase_epochs_in_continuous_mo
 def test_evaluation_with_monitor_fragment_validates(tmp_path: Path):
     config = canonical_config(merged(canonical(), TELEMETRY, load("train-evaluation-monitor.yaml")))
     assert [s.source for s in config.evaluation.sources] == ["events", "telemetry.main"]
-    assert (config.evaluation.monitor.source, config.evaluation.monitor.metric, config.evaluation.monitor.mode) == ("events", "loss", "min")
+    assert (config.evaluation.monitor.source, config.evaluation.monitor.metric, config.evaluation.monitor.mode) == (
+        "events",
+        "loss",
+        "min",
+    )
     assert config.dataset_training["telemetry"].model_interface == "event_prediction"
     spec = resolve(config, tmp_path / "run", cwd=guide_project(tmp_path))
-    assert {(p.dataset, p.part) for p in spec.parts if p.validation_path} == {("events", "original"), ("events", "increment"), ("telemetry", "main")}
+    assert {(p.dataset, p.part) for p in spec.parts if p.validation_path} == {
+        ("events", "original"),
+        ("events", "increment"),
+        ("telemetry", "main"),
+    }
 
 
 def depth_example() -> dict[str, Any]:
     """The singleton example with the depth-encoder model, the dataset freezing fragment (whose
     criterion and branches belong to that model) and the read format the guide asks for."""
-    return merged(singleton(), load("train-depth-model.yaml"), load("train-dataset-freezing.yaml"), {"global_training": {"read_format": "pt"}})
+    return merged(
+        singleton(),
+        load("train-depth-model.yaml"),
+        load("train-dataset-freezing.yaml"),
+        {"global_training": {"read_format": "pt"}},
+    )
 
 
 def test_depth_encoder_fragment_validates():
@@ -201,11 +227,21 @@ def test_depth_encoder_fragment_validates():
     assert (root.type, root.output_dim, root.merge.type) == ("composite", None, "concat")
     item, subitems = root.branches["item"], root.branches["subitems"]
     assert (item.type, item.columns, item.output_dim) == ("embedding", ("accountType",), 32)
-    assert (subitems.type, subitems.layout, subitems.output_dim, subitems.dropout) == ("depth_transformer", "subitems", 96, 0.1)
+    assert (subitems.type, subitems.layout, subitems.output_dim, subitems.dropout) == (
+        "depth_transformer",
+        "subitems",
+        96,
+        0.1,
+    )
     assert subitems.initialization_seed == 12345
     assert subitems.initialization["attention.qkv"].weight.method == "xavier_uniform"
     depth = subitems.architecture
-    assert (depth.dim_model, depth.attention.type, depth.attention.n_heads, depth.attention.n_kv_heads) == (64, "gqa", 4, 2)
+    assert (depth.dim_model, depth.attention.type, depth.attention.n_heads, depth.attention.n_kv_heads) == (
+        64,
+        "gqa",
+        4,
+        2,
+    )
     assert config.model.backbone.initialization_seed == 20260910
 
 
@@ -220,8 +256,18 @@ def test_dataset_freezing_fragment_validates_against_the_depth_model():
 def test_distributed_global_training_fragment_validates():
     config = canonical_config(merged(canonical(), load("distributed-global-training.yaml")))
     training = config.global_training
-    assert (training.read_format, training.distributed, training.data_parallelism, training.fsdp_cpu_offload) == ("pt", True, "fsdp", False)
-    assert (training.layer_type_dtypes, training.torch_compile, training.world_size, training.backend) == (None, "inner", 32, "nccl")
+    assert (training.read_format, training.distributed, training.data_parallelism, training.fsdp_cpu_offload) == (
+        "pt",
+        True,
+        "fsdp",
+        False,
+    )
+    assert (training.layer_type_dtypes, training.torch_compile, training.world_size, training.backend) == (
+        None,
+        "inner",
+        32,
+        "nccl",
+    )
 
 
 def test_distributed_fragment_with_ddp_takes_outer_compilation():

@@ -16,8 +16,8 @@ from typing import Any, Callable
 
 import pytest
 import torch
-
 from conftest import run_sequifier, tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
@@ -35,7 +35,9 @@ def canonical_twin() -> dict:
     config["dataset_training"] = {
         "events": {"model_interface": "main", "parts": {"main": dataset["part"]}, "criterion": dataset["criterion"]},
     }
-    config["training_plan"] = {"phases": [{"name": "train", "epochs": 1, "mode": "sequential", "sources": [{"source": "events"}]}]}
+    config["training_plan"] = {
+        "phases": [{"name": "train", "epochs": 1, "mode": "sequential", "sources": [{"source": "events"}]}]
+    }
     config["evaluation"] = {"sources": [{"source": "events"}]}
     return config
 
@@ -64,7 +66,9 @@ def apply(config: dict, changes: dict[str, Any]) -> dict:
 def assert_reported(error: BaseException, path: str, fragment: str) -> None:
     """One line of the error is `path: ...fragment...`."""
     lines = str(error).splitlines()
-    assert any(line.startswith(f"{path}: ") and fragment in line for line in lines), f"expected '{path}: ...{fragment}...' in:\n{error}"
+    assert any(line.startswith(f"{path}: ") and fragment in line for line in lines), (
+        f"expected '{path}: ...{fragment}...' in:\n{error}"
+    )
 
 
 def row(id: str, changes: dict[str, Any], path: str, fragment: str, base: str = "singleton"):
@@ -72,7 +76,10 @@ def row(id: str, changes: dict[str, Any], path: str, fragment: str, base: str = 
 
 
 # Shapes reused by several rows.
-SECOND_DATASET = {"parts": {"main": {"metadata_config_path": METADATA}}, "criterion": {"event": "CrossEntropyLoss", "amount": "MSELoss"}}
+SECOND_DATASET = {
+    "parts": {"main": {"metadata_config_path": METADATA}},
+    "criterion": {"event": "CrossEntropyLoss", "amount": "MSELoss"},
+}
 SECOND_INTERFACE = {"input_columns": ["event"], "target_columns": ["event"]}
 ARCH = "model.backbone.architecture"
 INGESTION = "model.interface.ingestion"
@@ -85,8 +92,19 @@ COMPOSITE = {
     },
     "merge": {"type": "concat"},
 }
-DEPTH_ARCHITECTURE = {"dim_model": 8, "num_layers": 1, "attention": {"type": "mha", "n_heads": 2}, "position_encoding": {"type": "learned"}}
-DEPTH_BRANCH = {"type": "depth_transformer", "layout": "items", "columns": ["amount"], "output_dim": 8, "architecture": DEPTH_ARCHITECTURE}
+DEPTH_ARCHITECTURE = {
+    "dim_model": 8,
+    "num_layers": 1,
+    "attention": {"type": "mha", "n_heads": 2},
+    "position_encoding": {"type": "learned"},
+}
+DEPTH_BRANCH = {
+    "type": "depth_transformer",
+    "layout": "items",
+    "columns": ["amount"],
+    "output_dim": 8,
+    "architecture": DEPTH_ARCHITECTURE,
+}
 QKV_NORMAL = {"weight": {"method": "normal", "std": 0.02}}
 
 
@@ -104,241 +122,1000 @@ def composite(**branch_changes: Any) -> dict:
 VALIDATION_ROWS = [
     # --- unknown fields at every level, with did-you-mean -------------------------------------------------------
     row("unknown-top-level", {"model_nam": "x"}, "model_nam", "unknown field (did you mean 'model_name'?)"),
-    row("unknown-global-training", {"global_training.batch_sise": 8}, "global_training.batch_sise", "did you mean 'batch_size'?"),
-    row("unknown-backbone", {"model.backbone.initialisation_seed": 3}, "model.backbone.initialisation_seed", "did you mean 'initialization_seed'?"),
+    row(
+        "unknown-global-training",
+        {"global_training.batch_sise": 8},
+        "global_training.batch_sise",
+        "did you mean 'batch_size'?",
+    ),
+    row(
+        "unknown-backbone",
+        {"model.backbone.initialisation_seed": 3},
+        "model.backbone.initialisation_seed",
+        "did you mean 'initialization_seed'?",
+    ),
     row("unknown-architecture", {f"{ARCH}.num_layer": 2}, f"{ARCH}.num_layer", "did you mean 'num_layers'?"),
     row("unknown-attention", {f"{ARCH}.attention.n_head": 2}, f"{ARCH}.attention.n_head", "did you mean 'n_heads'?"),
-    row("unknown-feed-forward", {f"{ARCH}.feed_forward.activaton": "gelu"}, f"{ARCH}.feed_forward.activaton", "did you mean 'activation'?"),
-    row("unknown-normalization", {f"{ARCH}.normalization.norm_frist": True}, f"{ARCH}.normalization.norm_frist", "did you mean 'norm_first'?"),
-    row("unknown-position-encoding", {f"{ARCH}.position_encoding.thetta": 500.0}, f"{ARCH}.position_encoding.thetta", "did you mean 'theta'?"),
+    row(
+        "unknown-feed-forward",
+        {f"{ARCH}.feed_forward.activaton": "gelu"},
+        f"{ARCH}.feed_forward.activaton",
+        "did you mean 'activation'?",
+    ),
+    row(
+        "unknown-normalization",
+        {f"{ARCH}.normalization.norm_frist": True},
+        f"{ARCH}.normalization.norm_frist",
+        "did you mean 'norm_first'?",
+    ),
+    row(
+        "unknown-position-encoding",
+        {f"{ARCH}.position_encoding.thetta": 500.0},
+        f"{ARCH}.position_encoding.thetta",
+        "did you mean 'theta'?",
+    ),
     row("unknown-model", {"model.interfacess": {}}, "model.interfacess", "did you mean 'interfaces'?"),
-    row("unknown-interface", {"model.interface.input_column": ["event"]}, "model.interfaces.default.input_column", "did you mean 'input_columns'?"),
-    row("unknown-ingestion", {f"{INGESTION}.output_dims": 16}, f"{CANONICAL_INGESTION}.output_dims", "did you mean 'output_dim'?"),
-    row("unknown-decoder", {"model.interface.decoder.prediction_lenght": 1}, "model.interfaces.default.decoder.prediction_lenght", "did you mean 'prediction_length'?"),
-    row("unknown-dataset", {"dataset.loss_weight": {"event": 1.0}}, "dataset_training.default.loss_weight", "did you mean 'loss_weights'?"),
-    row("unknown-part", {"dataset.part.metadata_path": METADATA}, "dataset_training.default.parts.default.metadata_path", "did you mean 'metadata_config_path'?"),
-    row("unknown-freeze-scope", {"dataset.freeze": {"backbon": {"freeze": []}}}, "dataset_training.default.freeze.backbon", "did you mean 'backbone'?"),
-    row("unknown-freeze-policy", {"dataset.freeze": {"backbone": {"freezing": ["attention.qkv"]}}}, "dataset_training.default.freeze.backbone.freezing", "did you mean 'freeze'?"),
-    row("unknown-init-target", {"model.backbone.initialization": {"attention.qkv": {"weights": {"method": "normal"}}}},
-        "model.backbone.initialization.attention.qkv.weights", "did you mean 'weight'?"),
-    row("unknown-init-argument", {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "normal", "stdev": 0.02}}}},
-        "model.backbone.initialization.attention.qkv.weight.stdev", "did you mean 'std'?"),
-    row("unknown-training-plan", {"training_plan.phase": []}, "training_plan.phase", "did you mean 'phases'?", base="canonical"),
-    row("unknown-phase", {"training_plan.phases.0.epoch": 2}, "training_plan.phases[0].epoch", "did you mean 'epochs'?", base="canonical"),
-    row("unknown-source", {"training_plan.phases.0.sources.0.batch_per_selection": 2},
-        "training_plan.phases[0].sources[0].batch_per_selection", "did you mean 'batches_per_selection'?", base="canonical"),
-    row("unknown-evaluation", {"evaluation.monitr": {"source": "events"}}, "evaluation.monitr", "did you mean 'monitor'?", base="canonical"),
-    row("unknown-monitor", {"evaluation.monitor": {"source": "events", "metrc": "loss"}}, "evaluation.monitor.metrc", "did you mean 'metric'?", base="canonical"),
+    row(
+        "unknown-interface",
+        {"model.interface.input_column": ["event"]},
+        "model.interfaces.default.input_column",
+        "did you mean 'input_columns'?",
+    ),
+    row(
+        "unknown-ingestion",
+        {f"{INGESTION}.output_dims": 16},
+        f"{CANONICAL_INGESTION}.output_dims",
+        "did you mean 'output_dim'?",
+    ),
+    row(
+        "unknown-decoder",
+        {"model.interface.decoder.prediction_lenght": 1},
+        "model.interfaces.default.decoder.prediction_lenght",
+        "did you mean 'prediction_length'?",
+    ),
+    row(
+        "unknown-dataset",
+        {"dataset.loss_weight": {"event": 1.0}},
+        "dataset_training.default.loss_weight",
+        "did you mean 'loss_weights'?",
+    ),
+    row(
+        "unknown-part",
+        {"dataset.part.metadata_path": METADATA},
+        "dataset_training.default.parts.default.metadata_path",
+        "did you mean 'metadata_config_path'?",
+    ),
+    row(
+        "unknown-freeze-scope",
+        {"dataset.freeze": {"backbon": {"freeze": []}}},
+        "dataset_training.default.freeze.backbon",
+        "did you mean 'backbone'?",
+    ),
+    row(
+        "unknown-freeze-policy",
+        {"dataset.freeze": {"backbone": {"freezing": ["attention.qkv"]}}},
+        "dataset_training.default.freeze.backbone.freezing",
+        "did you mean 'freeze'?",
+    ),
+    row(
+        "unknown-init-target",
+        {"model.backbone.initialization": {"attention.qkv": {"weights": {"method": "normal"}}}},
+        "model.backbone.initialization.attention.qkv.weights",
+        "did you mean 'weight'?",
+    ),
+    row(
+        "unknown-init-argument",
+        {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "normal", "stdev": 0.02}}}},
+        "model.backbone.initialization.attention.qkv.weight.stdev",
+        "did you mean 'std'?",
+    ),
+    row(
+        "unknown-training-plan",
+        {"training_plan.phase": []},
+        "training_plan.phase",
+        "did you mean 'phases'?",
+        base="canonical",
+    ),
+    row(
+        "unknown-phase",
+        {"training_plan.phases.0.epoch": 2},
+        "training_plan.phases[0].epoch",
+        "did you mean 'epochs'?",
+        base="canonical",
+    ),
+    row(
+        "unknown-source",
+        {"training_plan.phases.0.sources.0.batch_per_selection": 2},
+        "training_plan.phases[0].sources[0].batch_per_selection",
+        "did you mean 'batches_per_selection'?",
+        base="canonical",
+    ),
+    row(
+        "unknown-evaluation",
+        {"evaluation.monitr": {"source": "events"}},
+        "evaluation.monitr",
+        "did you mean 'monitor'?",
+        base="canonical",
+    ),
+    row(
+        "unknown-monitor",
+        {"evaluation.monitor": {"source": "events", "metrc": "loss"}},
+        "evaluation.monitor.metrc",
+        "did you mean 'metric'?",
+        base="canonical",
+    ),
     row("missing-required-top-level", {"model_name": DROP}, "model_name", "required field is missing"),
-    row("missing-required-context-length", {"global_training.context_length": DROP}, "global_training.context_length", "required field is missing"),
+    row(
+        "missing-required-context-length",
+        {"global_training.context_length": DROP},
+        "global_training.context_length",
+        "required field is missing",
+    ),
     # --- wrong types --------------------------------------------------------------------------------------------
-    row("type-batch-size-string", {"global_training.batch_size": "64"}, "global_training.batch_size", "expected an integer, got '64'"),
-    row("type-learning-rate-string", {"global_training.learning_rate": "fast"}, "global_training.learning_rate", "expected a number, got 'fast'"),
+    row(
+        "type-batch-size-string",
+        {"global_training.batch_size": "64"},
+        "global_training.batch_size",
+        "expected an integer, got '64'",
+    ),
+    row(
+        "type-learning-rate-string",
+        {"global_training.learning_rate": "fast"},
+        "global_training.learning_rate",
+        "expected a number, got 'fast'",
+    ),
     row("type-seed-float", {"seed": 1.5}, "seed", "expected an integer, got 1.5"),
     row("type-bool-string", {"export_onnx": "yes"}, "export_onnx", "expected true or false, got 'yes'"),
-    row("type-columns-string", {"model.interface.input_columns": "event"}, "model.interfaces.default.input_columns", "expected a list, got 'event'"),
-    row("type-criterion-list", {"dataset.criterion": ["CrossEntropyLoss"]}, "dataset_training.default.criterion", "expected a mapping, got a list"),
+    row(
+        "type-columns-string",
+        {"model.interface.input_columns": "event"},
+        "model.interfaces.default.input_columns",
+        "expected a list, got 'event'",
+    ),
+    row(
+        "type-criterion-list",
+        {"dataset.criterion": ["CrossEntropyLoss"]},
+        "dataset_training.default.criterion",
+        "expected a mapping, got a list",
+    ),
     row("type-evaluation-string", {"evaluation": "yes"}, "evaluation", "expected a mapping of fields, got 'yes'"),
     row("type-architecture-scalar", {ARCH: 16}, ARCH, "expected a mapping of fields, got 16"),
-    row("type-epochs-string", {"training_plan.epochs": "five"}, "training_plan.phases[0].epochs", "expected an integer, got 'five'"),
+    row(
+        "type-epochs-string",
+        {"training_plan.epochs": "five"},
+        "training_plan.phases[0].epochs",
+        "expected an integer, got 'five'",
+    ),
     row("type-dropout-string", {f"{ARCH}.dropout": "high"}, f"{ARCH}.dropout", "expected a number, got 'high'"),
     # --- disallowed choices -------------------------------------------------------------------------------------
-    row("choice-attention-type", {f"{ARCH}.attention.type": "multihead"}, f"{ARCH}.attention.type", "'multihead' is not allowed; choose one of 'mha', 'mqa', 'gqa'"),
-    row("choice-activation", {f"{ARCH}.feed_forward.activation": "gelu2"}, f"{ARCH}.feed_forward.activation", "did you mean 'gelu'?"),
-    row("choice-normalization", {f"{ARCH}.normalization.type": "batchnorm"}, f"{ARCH}.normalization.type", "is not allowed; choose one of 'rmsnorm', 'layernorm'"),
-    row("choice-position-encoding", {f"{ARCH}.position_encoding.type": "alibi"}, f"{ARCH}.position_encoding.type", "choose one of 'learned', 'rope', 'sinusoidal'"),
-    row("choice-read-format", {"global_training.read_format": "csv"}, "global_training.read_format", "choose one of 'parquet', 'pt'"),
-    row("choice-training-objective", {"global_training.training_objective": "bert"}, "global_training.training_objective", "'bert' is not allowed"),
-    row("choice-scheduler-step-on", {"global_training.scheduler_step_on": "step"}, "global_training.scheduler_step_on", "choose one of 'epoch', 'batch'"),
-    row("choice-data-parallelism", {"global_training.data_parallelism": "zero"}, "global_training.data_parallelism", "choose one of 'ddp', 'fsdp'"),
-    row("choice-backend", {"global_training.backend": "mpi"}, "global_training.backend", "choose one of 'gloo', 'nccl'"),
-    row("choice-torch-compile", {"global_training.torch_compile": "full"}, "global_training.torch_compile", "choose one of 'none', 'outer', 'inner'"),
-    row("choice-ingestion-type", {f"{INGESTION}.type": "linear"}, f"{CANONICAL_INGESTION}.type", "choose one of 'embedding', 'composite', 'depth_transformer'"),
-    row("choice-decoder-type", {"model.interface.decoder.type": "conv"}, "model.interfaces.default.decoder.type", "choose one of 'linear', 'mlp'"),
-    row("choice-merge-type", {f"{INGESTION}": composite() | {"merge": {"type": "mean"}}}, f"{CANONICAL_INGESTION}.merge.type", "'mean' is not allowed"),
-    row("choice-file-order", {"dataset.part.file_order": "random"}, "dataset_training.default.parts.default.file_order", "choose one of 'shuffled', 'name'"),
-    row("choice-phase-mode", {"training_plan.phases.0.mode": "parallel"}, "training_plan.phases[0].mode", "choose one of 'sequential', 'interleaved'", base="canonical"),
-    row("choice-phase-selection", {"training_plan.phases.0.selection": "random"}, "training_plan.phases[0].selection", "choose one of 'round_robin', 'weighted_random'", base="canonical"),
-    row("choice-monitor-mode", {"evaluation.monitor": {"source": "events", "mode": "lowest"}}, "evaluation.monitor.mode", "choose one of 'min', 'max'", base="canonical"),
-    row("choice-monitor-metric", {"evaluation.monitor": {"source": "events", "metric": "accuracy"}}, "evaluation.monitor.metric", "'accuracy' is not allowed", base="canonical"),
-    row("choice-init-method", {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "he"}}}},
-        "model.backbone.initialization.attention.qkv.weight.method", "'he' is not allowed; choose one of 'xavier_uniform'"),
+    row(
+        "choice-attention-type",
+        {f"{ARCH}.attention.type": "multihead"},
+        f"{ARCH}.attention.type",
+        "'multihead' is not allowed; choose one of 'mha', 'mqa', 'gqa'",
+    ),
+    row(
+        "choice-activation",
+        {f"{ARCH}.feed_forward.activation": "gelu2"},
+        f"{ARCH}.feed_forward.activation",
+        "did you mean 'gelu'?",
+    ),
+    row(
+        "choice-normalization",
+        {f"{ARCH}.normalization.type": "batchnorm"},
+        f"{ARCH}.normalization.type",
+        "is not allowed; choose one of 'rmsnorm', 'layernorm'",
+    ),
+    row(
+        "choice-position-encoding",
+        {f"{ARCH}.position_encoding.type": "alibi"},
+        f"{ARCH}.position_encoding.type",
+        "choose one of 'learned', 'rope', 'sinusoidal'",
+    ),
+    row(
+        "choice-read-format",
+        {"global_training.read_format": "csv"},
+        "global_training.read_format",
+        "choose one of 'parquet', 'pt'",
+    ),
+    row(
+        "choice-training-objective",
+        {"global_training.training_objective": "bert"},
+        "global_training.training_objective",
+        "'bert' is not allowed",
+    ),
+    row(
+        "choice-scheduler-step-on",
+        {"global_training.scheduler_step_on": "step"},
+        "global_training.scheduler_step_on",
+        "choose one of 'epoch', 'batch'",
+    ),
+    row(
+        "choice-data-parallelism",
+        {"global_training.data_parallelism": "zero"},
+        "global_training.data_parallelism",
+        "choose one of 'ddp', 'fsdp'",
+    ),
+    row(
+        "choice-backend", {"global_training.backend": "mpi"}, "global_training.backend", "choose one of 'gloo', 'nccl'"
+    ),
+    row(
+        "choice-torch-compile",
+        {"global_training.torch_compile": "full"},
+        "global_training.torch_compile",
+        "choose one of 'none', 'outer', 'inner'",
+    ),
+    row(
+        "choice-ingestion-type",
+        {f"{INGESTION}.type": "linear"},
+        f"{CANONICAL_INGESTION}.type",
+        "choose one of 'embedding', 'composite', 'depth_transformer'",
+    ),
+    row(
+        "choice-decoder-type",
+        {"model.interface.decoder.type": "conv"},
+        "model.interfaces.default.decoder.type",
+        "choose one of 'linear', 'mlp'",
+    ),
+    row(
+        "choice-merge-type",
+        {f"{INGESTION}": composite() | {"merge": {"type": "mean"}}},
+        f"{CANONICAL_INGESTION}.merge.type",
+        "'mean' is not allowed",
+    ),
+    row(
+        "choice-file-order",
+        {"dataset.part.file_order": "random"},
+        "dataset_training.default.parts.default.file_order",
+        "choose one of 'shuffled', 'name'",
+    ),
+    row(
+        "choice-phase-mode",
+        {"training_plan.phases.0.mode": "parallel"},
+        "training_plan.phases[0].mode",
+        "choose one of 'sequential', 'interleaved'",
+        base="canonical",
+    ),
+    row(
+        "choice-phase-selection",
+        {"training_plan.phases.0.selection": "random"},
+        "training_plan.phases[0].selection",
+        "choose one of 'round_robin', 'weighted_random'",
+        base="canonical",
+    ),
+    row(
+        "choice-monitor-mode",
+        {"evaluation.monitor": {"source": "events", "mode": "lowest"}},
+        "evaluation.monitor.mode",
+        "choose one of 'min', 'max'",
+        base="canonical",
+    ),
+    row(
+        "choice-monitor-metric",
+        {"evaluation.monitor": {"source": "events", "metric": "accuracy"}},
+        "evaluation.monitor.metric",
+        "'accuracy' is not allowed",
+        base="canonical",
+    ),
+    row(
+        "choice-init-method",
+        {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "he"}}}},
+        "model.backbone.initialization.attention.qkv.weight.method",
+        "'he' is not allowed; choose one of 'xavier_uniform'",
+    ),
     # --- the historical flat schema -----------------------------------------------------------------------------
-    row("historical-training-spec", {"training_spec": {"batch_size": 16}}, "training_spec", "the flat training schema is not accepted; this belongs in global_training"),
-    row("historical-model-spec", {"model_spec": {"d_model": 16}}, "model_spec", "this belongs in model.backbone.architecture"),
+    row(
+        "historical-training-spec",
+        {"training_spec": {"batch_size": 16}},
+        "training_spec",
+        "the flat training schema is not accepted; this belongs in global_training",
+    ),
+    row(
+        "historical-model-spec",
+        {"model_spec": {"d_model": 16}},
+        "model_spec",
+        "this belongs in model.backbone.architecture",
+    ),
     row("historical-data-path", {"data_path": "data/events-split0.parquet"}, "data_path", "the metadata's split_paths"),
-    row("historical-input-columns", {"input_columns": ["event"]}, "input_columns", "this belongs in model.interfaces.<name>.input_columns"),
-    row("historical-metadata-path", {"metadata_config_path": METADATA}, "metadata_config_path", "dataset_training.<name>.parts.<part>.metadata_config_path"),
-    row("historical-model-ingestion", {"model.ingestion": {"type": "embedding"}}, "model.ingestion", "belongs to an interface: model.interfaces.<name>.ingestion"),
-    row("historical-model-decoder", {"model.decoder": {"type": "linear"}}, "model.decoder", "model.interfaces.<name>.decoder"),
-    row("historical-architecture-freeze", {f"{ARCH}.freeze": ["attention.qkv"]}, f"{ARCH}.freeze", "freezing is owned by datasets: dataset_training.<name>.freeze.backbone"),
+    row(
+        "historical-input-columns",
+        {"input_columns": ["event"]},
+        "input_columns",
+        "this belongs in model.interfaces.<name>.input_columns",
+    ),
+    row(
+        "historical-metadata-path",
+        {"metadata_config_path": METADATA},
+        "metadata_config_path",
+        "dataset_training.<name>.parts.<part>.metadata_config_path",
+    ),
+    row(
+        "historical-model-ingestion",
+        {"model.ingestion": {"type": "embedding"}},
+        "model.ingestion",
+        "belongs to an interface: model.interfaces.<name>.ingestion",
+    ),
+    row(
+        "historical-model-decoder",
+        {"model.decoder": {"type": "linear"}},
+        "model.decoder",
+        "model.interfaces.<name>.decoder",
+    ),
+    row(
+        "historical-architecture-freeze",
+        {f"{ARCH}.freeze": ["attention.qkv"]},
+        f"{ARCH}.freeze",
+        "freezing is owned by datasets: dataset_training.<name>.freeze.backbone",
+    ),
     # --- singular and plural spellings at one level --------------------------------------------------------------
-    row("both-interface-spellings", {"model.interfaces": {"other": SECOND_INTERFACE}}, "model.interface", "cannot be combined with model.interfaces"),
-    row("both-dataset-spellings", {"dataset_training": {"other": SECOND_DATASET}}, "dataset", "cannot be combined with dataset_training"),
-    row("both-part-spellings", {"dataset.parts": {"other": {"metadata_config_path": METADATA}}}, "dataset_training.default.part", "cannot be combined with dataset_training.default.parts"),
-    row("both-plan-spellings", {"training_plan.epochs": 3}, "training_plan.epochs", "cannot be combined with training_plan.phases", base="canonical"),
+    row(
+        "both-interface-spellings",
+        {"model.interfaces": {"other": SECOND_INTERFACE}},
+        "model.interface",
+        "cannot be combined with model.interfaces",
+    ),
+    row(
+        "both-dataset-spellings",
+        {"dataset_training": {"other": SECOND_DATASET}},
+        "dataset",
+        "cannot be combined with dataset_training",
+    ),
+    row(
+        "both-part-spellings",
+        {"dataset.parts": {"other": {"metadata_config_path": METADATA}}},
+        "dataset_training.default.part",
+        "cannot be combined with dataset_training.default.parts",
+    ),
+    row(
+        "both-plan-spellings",
+        {"training_plan.epochs": 3},
+        "training_plan.epochs",
+        "cannot be combined with training_plan.phases",
+        base="canonical",
+    ),
     # --- inference of the single interface and source -------------------------------------------------------------
-    row("infer-plan-source-several-datasets", {"dataset_training.telemetry": SECOND_DATASET, "training_plan": {"epochs": 1}},
-        "training_plan.epochs", "cannot infer the source", base="canonical"),
-    row("infer-evaluation-source-several-datasets", {"dataset_training.telemetry": SECOND_DATASET, "evaluation": True},
-        "evaluation", "cannot infer the source", base="canonical"),
-    row("infer-interface-several-interfaces", {"model.interfaces.other": SECOND_INTERFACE, "dataset_training.events.model_interface": DROP},
-        "dataset_training.events.model_interface", "required when the model has several interfaces", base="canonical"),
+    row(
+        "infer-plan-source-several-datasets",
+        {"dataset_training.telemetry": SECOND_DATASET, "training_plan": {"epochs": 1}},
+        "training_plan.epochs",
+        "cannot infer the source",
+        base="canonical",
+    ),
+    row(
+        "infer-evaluation-source-several-datasets",
+        {"dataset_training.telemetry": SECOND_DATASET, "evaluation": True},
+        "evaluation",
+        "cannot infer the source",
+        base="canonical",
+    ),
+    row(
+        "infer-interface-several-interfaces",
+        {"model.interfaces.other": SECOND_INTERFACE, "dataset_training.events.model_interface": DROP},
+        "dataset_training.events.model_interface",
+        "required when the model has several interfaces",
+        base="canonical",
+    ),
     # --- references to interfaces, datasets and parts -------------------------------------------------------------
-    row("reference-unknown-interface", {"dataset_training.events.model_interface": "mian"},
-        "dataset_training.events.model_interface", "unknown interface 'mian' (did you mean 'main'?)", base="canonical"),
-    row("reference-plan-unknown-dataset", {"training_plan.phases.0.sources.0.source": "event"},
-        "training_plan.phases[0].sources[0].source", "unknown dataset 'event' (did you mean 'events'?)", base="canonical"),
-    row("reference-plan-unknown-part", {"training_plan.phases.0.sources.0.source": "events.mian"},
-        "training_plan.phases[0].sources[0].source", "unknown part 'mian' of dataset 'events' (did you mean 'main'?)", base="canonical"),
-    row("reference-evaluation-unknown-dataset", {"evaluation.sources.0.source": "evnts"},
-        "evaluation.sources[0].source", "unknown dataset 'evnts' (did you mean 'events'?)", base="canonical"),
-    row("reference-evaluation-unknown-part", {"evaluation.sources.0.source": "events.increment"},
-        "evaluation.sources[0].source", "unknown part 'increment' of dataset 'events'", base="canonical"),
-    row("reference-evaluation-source-twice", {"evaluation.sources": [{"source": "events"}, {"source": "events"}]},
-        "evaluation.sources[1].source", "'events' is listed more than once", base="canonical"),
-    row("reference-monitor-unknown", {"evaluation.monitor": {"source": "evnts"}},
-        "evaluation.monitor.source", "'evnts' is not an evaluation source (events) (did you mean 'events'?)", base="canonical"),
-    row("reference-monitor-not-evaluated", {"dataset_training.telemetry": SECOND_DATASET, "evaluation.monitor": {"source": "telemetry"}},
-        "evaluation.monitor.source", "'telemetry' is not an evaluation source", base="canonical"),
+    row(
+        "reference-unknown-interface",
+        {"dataset_training.events.model_interface": "mian"},
+        "dataset_training.events.model_interface",
+        "unknown interface 'mian' (did you mean 'main'?)",
+        base="canonical",
+    ),
+    row(
+        "reference-plan-unknown-dataset",
+        {"training_plan.phases.0.sources.0.source": "event"},
+        "training_plan.phases[0].sources[0].source",
+        "unknown dataset 'event' (did you mean 'events'?)",
+        base="canonical",
+    ),
+    row(
+        "reference-plan-unknown-part",
+        {"training_plan.phases.0.sources.0.source": "events.mian"},
+        "training_plan.phases[0].sources[0].source",
+        "unknown part 'mian' of dataset 'events' (did you mean 'main'?)",
+        base="canonical",
+    ),
+    row(
+        "reference-evaluation-unknown-dataset",
+        {"evaluation.sources.0.source": "evnts"},
+        "evaluation.sources[0].source",
+        "unknown dataset 'evnts' (did you mean 'events'?)",
+        base="canonical",
+    ),
+    row(
+        "reference-evaluation-unknown-part",
+        {"evaluation.sources.0.source": "events.increment"},
+        "evaluation.sources[0].source",
+        "unknown part 'increment' of dataset 'events'",
+        base="canonical",
+    ),
+    row(
+        "reference-evaluation-source-twice",
+        {"evaluation.sources": [{"source": "events"}, {"source": "events"}]},
+        "evaluation.sources[1].source",
+        "'events' is listed more than once",
+        base="canonical",
+    ),
+    row(
+        "reference-monitor-unknown",
+        {"evaluation.monitor": {"source": "evnts"}},
+        "evaluation.monitor.source",
+        "'evnts' is not an evaluation source (events) (did you mean 'events'?)",
+        base="canonical",
+    ),
+    row(
+        "reference-monitor-not-evaluated",
+        {"dataset_training.telemetry": SECOND_DATASET, "evaluation.monitor": {"source": "telemetry"}},
+        "evaluation.monitor.source",
+        "'telemetry' is not an evaluation source",
+        base="canonical",
+    ),
     # --- criterion and loss weights -----------------------------------------------------------------------------
-    row("criterion-missing", {"dataset.criterion.amount": DROP}, "dataset_training.default.criterion", "missing a criterion for target 'amount'"),
-    row("criterion-not-a-target", {"dataset.criterion.channel": "CrossEntropyLoss"}, "dataset_training.default.criterion.channel", "is not a target of interface 'default'"),
-    row("criterion-unknown", {"dataset.criterion.amount": "RMSELoss"}, "dataset_training.default.criterion.amount", "'RMSELoss' is not allowed; choose one of CrossEntropyLoss, MSELoss"),
-    row("criterion-misspelled", {"dataset.criterion.event": "CrossEntropy"}, "dataset_training.default.criterion.event", "did you mean 'CrossEntropyLoss'?"),
-    row("loss-weight-negative", {"dataset.loss_weights": {"event": 1.0, "amount": -0.5}}, "dataset_training.default.loss_weights.amount", "must be >= 0, got -0.5"),
-    row("loss-weight-unknown-target", {"dataset.loss_weights": {"channel": 1.0}}, "dataset_training.default.loss_weights.channel", "is not a target of interface 'default'"),
-    row("loss-weight-all-zero", {"dataset.loss_weights": {"event": 0.0, "amount": 0}}, "dataset_training.default.loss_weights", "at least one target needs a positive weight"),
-    row("class-share-not-a-target", {"dataset.class_share_log_columns": ["channel"]}, "dataset_training.default.class_share_log_columns", "'channel' is not a target"),
+    row(
+        "criterion-missing",
+        {"dataset.criterion.amount": DROP},
+        "dataset_training.default.criterion",
+        "missing a criterion for target 'amount'",
+    ),
+    row(
+        "criterion-not-a-target",
+        {"dataset.criterion.channel": "CrossEntropyLoss"},
+        "dataset_training.default.criterion.channel",
+        "is not a target of interface 'default'",
+    ),
+    row(
+        "criterion-unknown",
+        {"dataset.criterion.amount": "RMSELoss"},
+        "dataset_training.default.criterion.amount",
+        "'RMSELoss' is not allowed; choose one of CrossEntropyLoss, MSELoss",
+    ),
+    row(
+        "criterion-misspelled",
+        {"dataset.criterion.event": "CrossEntropy"},
+        "dataset_training.default.criterion.event",
+        "did you mean 'CrossEntropyLoss'?",
+    ),
+    row(
+        "loss-weight-negative",
+        {"dataset.loss_weights": {"event": 1.0, "amount": -0.5}},
+        "dataset_training.default.loss_weights.amount",
+        "must be >= 0, got -0.5",
+    ),
+    row(
+        "loss-weight-unknown-target",
+        {"dataset.loss_weights": {"channel": 1.0}},
+        "dataset_training.default.loss_weights.channel",
+        "is not a target of interface 'default'",
+    ),
+    row(
+        "loss-weight-all-zero",
+        {"dataset.loss_weights": {"event": 0.0, "amount": 0}},
+        "dataset_training.default.loss_weights",
+        "at least one target needs a positive weight",
+    ),
+    row(
+        "class-share-not-a-target",
+        {"dataset.class_share_log_columns": ["channel"]},
+        "dataset_training.default.class_share_log_columns",
+        "'channel' is not a target",
+    ),
     # --- special tokens -----------------------------------------------------------------------------------------
-    row("special-token-unknown", {"model.interface.categorical_decoder_special_tokens": {"event": ["pad"]}},
-        "model.interfaces.default.categorical_decoder_special_tokens.event", "'pad' is not a special token; choose from unknown, other, mask"),
-    row("special-token-misspelled", {"model.interface.categorical_decoder_special_tokens": {"event": ["unkown"]}},
-        "model.interfaces.default.categorical_decoder_special_tokens.event", "did you mean 'unknown'?"),
-    row("special-token-not-a-target", {"model.interface.categorical_decoder_special_tokens": {"channel": ["other"]}},
-        "model.interfaces.default.categorical_decoder_special_tokens.channel", "is not a target column of this interface"),
+    row(
+        "special-token-unknown",
+        {"model.interface.categorical_decoder_special_tokens": {"event": ["pad"]}},
+        "model.interfaces.default.categorical_decoder_special_tokens.event",
+        "'pad' is not a special token; choose from unknown, other, mask",
+    ),
+    row(
+        "special-token-misspelled",
+        {"model.interface.categorical_decoder_special_tokens": {"event": ["unkown"]}},
+        "model.interfaces.default.categorical_decoder_special_tokens.event",
+        "did you mean 'unknown'?",
+    ),
+    row(
+        "special-token-not-a-target",
+        {"model.interface.categorical_decoder_special_tokens": {"channel": ["other"]}},
+        "model.interfaces.default.categorical_decoder_special_tokens.channel",
+        "is not a target column of this interface",
+    ),
     # --- backbone architecture ------------------------------------------------------------------------------------
-    row("heads-do-not-divide-dim-model", {f"{ARCH}.attention.n_heads": 3}, f"{ARCH}.attention.n_heads", "3 does not divide dim_model 16"),
-    row("kv-heads-do-not-divide-heads", {f"{ARCH}.attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 3}}, f"{ARCH}.attention.n_kv_heads", "3 does not divide n_heads 4"),
-    row("mha-with-fewer-kv-heads", {f"{ARCH}.attention.n_kv_heads": 1}, f"{ARCH}.attention.n_kv_heads", "mha uses one key/value head per query head (2); use type gqa"),
-    row("mqa-with-several-kv-heads", {f"{ARCH}.attention": {"type": "mqa", "n_heads": 4, "n_kv_heads": 2}}, f"{ARCH}.attention.n_kv_heads", "mqa shares one key/value head"),
-    row("gqa-without-kv-heads", {f"{ARCH}.attention": {"type": "gqa", "n_heads": 4}}, f"{ARCH}.attention.n_kv_heads", "gqa needs n_kv_heads"),
-    row("rope-odd-head-width", {f"{ARCH}.dim_model": 6}, f"{ARCH}.position_encoding.type", "rope needs an even head width; dim_model/n_heads is 3"),
+    row(
+        "heads-do-not-divide-dim-model",
+        {f"{ARCH}.attention.n_heads": 3},
+        f"{ARCH}.attention.n_heads",
+        "3 does not divide dim_model 16",
+    ),
+    row(
+        "kv-heads-do-not-divide-heads",
+        {f"{ARCH}.attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 3}},
+        f"{ARCH}.attention.n_kv_heads",
+        "3 does not divide n_heads 4",
+    ),
+    row(
+        "mha-with-fewer-kv-heads",
+        {f"{ARCH}.attention.n_kv_heads": 1},
+        f"{ARCH}.attention.n_kv_heads",
+        "mha uses one key/value head per query head (2); use type gqa",
+    ),
+    row(
+        "mqa-with-several-kv-heads",
+        {f"{ARCH}.attention": {"type": "mqa", "n_heads": 4, "n_kv_heads": 2}},
+        f"{ARCH}.attention.n_kv_heads",
+        "mqa shares one key/value head",
+    ),
+    row(
+        "gqa-without-kv-heads",
+        {f"{ARCH}.attention": {"type": "gqa", "n_heads": 4}},
+        f"{ARCH}.attention.n_kv_heads",
+        "gqa needs n_kv_heads",
+    ),
+    row(
+        "rope-odd-head-width",
+        {f"{ARCH}.dim_model": 6},
+        f"{ARCH}.position_encoding.type",
+        "rope needs an even head width; dim_model/n_heads is 3",
+    ),
     row("dropout-one", {f"{ARCH}.dropout": 1.0}, f"{ARCH}.dropout", "must be in [0, 1), got 1.0"),
     row("dropout-negative", {f"{ARCH}.dropout": -0.1}, f"{ARCH}.dropout", "must be in [0, 1), got -0.1"),
     row("num-layers-zero", {f"{ARCH}.num_layers": 0}, f"{ARCH}.num_layers", "must be at least 1, got 0"),
-    row("shared-layers-unknown-index", {f"{ARCH}.shared_layer_groups": [[0, 5]]}, f"{ARCH}.shared_layer_groups[0]", "layer 5 does not exist (num_layers 1)"),
-    row("shared-layers-single-index", {f"{ARCH}.shared_layer_groups": [[0]]}, f"{ARCH}.shared_layer_groups[0]", "must list at least two layer indices"),
-    row("shared-layers-overlap", {f"{ARCH}.num_layers": 3, f"{ARCH}.shared_layer_groups": [[0, 1], [1, 2]]},
-        f"{ARCH}.shared_layer_groups[1]", "layer 1 is in more than one group"),
-    row("max-context-shorter-than-context", {f"{ARCH}.max_context_length": 4}, f"{ARCH}.max_context_length", "4 is shorter than global_training.context_length 8"),
+    row(
+        "shared-layers-unknown-index",
+        {f"{ARCH}.shared_layer_groups": [[0, 5]]},
+        f"{ARCH}.shared_layer_groups[0]",
+        "layer 5 does not exist (num_layers 1)",
+    ),
+    row(
+        "shared-layers-single-index",
+        {f"{ARCH}.shared_layer_groups": [[0]]},
+        f"{ARCH}.shared_layer_groups[0]",
+        "must list at least two layer indices",
+    ),
+    row(
+        "shared-layers-overlap",
+        {f"{ARCH}.num_layers": 3, f"{ARCH}.shared_layer_groups": [[0, 1], [1, 2]]},
+        f"{ARCH}.shared_layer_groups[1]",
+        "layer 1 is in more than one group",
+    ),
+    row(
+        "max-context-shorter-than-context",
+        {f"{ARCH}.max_context_length": 4},
+        f"{ARCH}.max_context_length",
+        "4 is shorter than global_training.context_length 8",
+    ),
     # --- decoder ----------------------------------------------------------------------------------------------------
-    row("prediction-length-zero", {"model.interface.decoder.prediction_length": 0}, "model.interfaces.default.decoder.prediction_length", "must be between 1 and context_length 8, got 0"),
-    row("prediction-length-beyond-context", {"model.interface.decoder.prediction_length": 9}, "model.interfaces.default.decoder.prediction_length", "got 9"),
-    row("hidden-dims-without-mlp", {"model.interface.decoder.hidden_dims": [32]}, "model.interfaces.default.decoder.hidden_dims", "only an mlp decoder has hidden layers"),
+    row(
+        "prediction-length-zero",
+        {"model.interface.decoder.prediction_length": 0},
+        "model.interfaces.default.decoder.prediction_length",
+        "must be between 1 and context_length 8, got 0",
+    ),
+    row(
+        "prediction-length-beyond-context",
+        {"model.interface.decoder.prediction_length": 9},
+        "model.interfaces.default.decoder.prediction_length",
+        "got 9",
+    ),
+    row(
+        "hidden-dims-without-mlp",
+        {"model.interface.decoder.hidden_dims": [32]},
+        "model.interfaces.default.decoder.hidden_dims",
+        "only an mlp decoder has hidden layers",
+    ),
     # --- ingestion trees ------------------------------------------------------------------------------------------
-    row("composite-without-branches", {INGESTION: {"type": "composite"}}, f"{CANONICAL_INGESTION}.branches", "a composite needs at least one branch"),
-    row("nested-composite-without-output-dim", {INGESTION: composite(value={"type": "composite", "branches": {"leaf": {"type": "embedding", "columns": ["amount"]}}})},
-        f"{CANONICAL_INGESTION}.branches.value.output_dim", "a nested composite needs output_dim"),
-    row("branch-without-columns", {INGESTION: composite(value={"type": "embedding", "output_dim": 8})}, f"{CANONICAL_INGESTION}.branches.value.columns", "a branch must name the columns it reads"),
-    row("branch-column-not-an-input", {INGESTION: composite(value={"type": "embedding", "columns": ["amount", "delay"]})},
-        f"{CANONICAL_INGESTION}.branches.value.columns", "'delay' is not an input column of the interface"),
-    row("branches-share-columns", {INGESTION: composite(value={"type": "embedding", "columns": ["amount", "event"]})},
-        f"{CANONICAL_INGESTION}.branches.value", "reads event already read by a sibling; set allow_shared_columns: true"),
-    row("nested-branches-share-columns", {INGESTION: composite(value={"type": "composite", "output_dim": 8, "branches": {
-        "a": {"type": "embedding", "columns": ["amount"]}, "b": {"type": "embedding", "columns": ["amount"]}}})},
-        f"{CANONICAL_INGESTION}.branches.value.branches.b", "set allow_shared_columns: true on model.interfaces.default.ingestion.branches.value"),
-    row("unused-input-column", {INGESTION: composite(value=None)}, CANONICAL_INGESTION, "input columns amount are read by no branch"),
-    row("auxiliary-column-not-an-input", {INGESTION: composite() | {"auxiliary_input_columns": ["delay"]}},
-        f"{CANONICAL_INGESTION}.auxiliary_input_columns", "'delay' is not an input column"),
-    row("allow-unused-below-root", {INGESTION: composite(value={"type": "embedding", "columns": ["amount"], "allow_unused_input_columns": True})},
-        f"{CANONICAL_INGESTION}.branches.value.allow_unused_input_columns", "belongs at the root ingestion only"),
-    row("auxiliary-below-root", {INGESTION: composite(value={"type": "embedding", "columns": ["amount"], "auxiliary_input_columns": ["amount"]})},
-        f"{CANONICAL_INGESTION}.branches.value.auxiliary_input_columns", "belongs at the root ingestion only"),
-    row("branches-on-embedding", {f"{INGESTION}.branches": {"x": {"type": "embedding", "columns": ["event"]}}}, f"{CANONICAL_INGESTION}.branches", "only a composite ingestion has branches"),
-    row("feature-width-of-unread-column", {f"{INGESTION}.feature_embedding_dims.delay": 4}, f"{CANONICAL_INGESTION}.feature_embedding_dims.delay", "is not a column this ingestion reads"),
-    row("depth-without-layout", {INGESTION: composite(value={k: v for k, v in DEPTH_BRANCH.items() if k != "layout"})},
-        f"{CANONICAL_INGESTION}.branches.value.layout", "a depth_transformer needs the name of its depth layout"),
-    row("depth-without-architecture", {INGESTION: composite(value={k: v for k, v in DEPTH_BRANCH.items() if k != "architecture"})},
-        f"{CANONICAL_INGESTION}.branches.value.architecture", "a depth_transformer needs its own architecture"),
-    row("depth-architecture-heads", {INGESTION: composite(value=DEPTH_BRANCH | {"architecture": DEPTH_ARCHITECTURE | {"attention": {"type": "mha", "n_heads": 3}}})},
-        f"{CANONICAL_INGESTION}.branches.value.architecture.attention.n_heads", "3 does not divide dim_model 8"),
-    row("depth-dropout-out-of-range", {INGESTION: composite(value=DEPTH_BRANCH | {"dropout": 1.5})},
-        f"{CANONICAL_INGESTION}.branches.value.dropout", "must be in [0, 1), got 1.5"),
-    row("layout-on-embedding", {f"{INGESTION}.layout": "items"}, CANONICAL_INGESTION, "layout and architecture belong to a depth_transformer"),
+    row(
+        "composite-without-branches",
+        {INGESTION: {"type": "composite"}},
+        f"{CANONICAL_INGESTION}.branches",
+        "a composite needs at least one branch",
+    ),
+    row(
+        "nested-composite-without-output-dim",
+        {
+            INGESTION: composite(
+                value={"type": "composite", "branches": {"leaf": {"type": "embedding", "columns": ["amount"]}}}
+            )
+        },
+        f"{CANONICAL_INGESTION}.branches.value.output_dim",
+        "a nested composite needs output_dim",
+    ),
+    row(
+        "branch-without-columns",
+        {INGESTION: composite(value={"type": "embedding", "output_dim": 8})},
+        f"{CANONICAL_INGESTION}.branches.value.columns",
+        "a branch must name the columns it reads",
+    ),
+    row(
+        "branch-column-not-an-input",
+        {INGESTION: composite(value={"type": "embedding", "columns": ["amount", "delay"]})},
+        f"{CANONICAL_INGESTION}.branches.value.columns",
+        "'delay' is not an input column of the interface",
+    ),
+    row(
+        "branches-share-columns",
+        {INGESTION: composite(value={"type": "embedding", "columns": ["amount", "event"]})},
+        f"{CANONICAL_INGESTION}.branches.value",
+        "reads event already read by a sibling; set allow_shared_columns: true",
+    ),
+    row(
+        "nested-branches-share-columns",
+        {
+            INGESTION: composite(
+                value={
+                    "type": "composite",
+                    "output_dim": 8,
+                    "branches": {
+                        "a": {"type": "embedding", "columns": ["amount"]},
+                        "b": {"type": "embedding", "columns": ["amount"]},
+                    },
+                }
+            )
+        },
+        f"{CANONICAL_INGESTION}.branches.value.branches.b",
+        "set allow_shared_columns: true on model.interfaces.default.ingestion.branches.value",
+    ),
+    row(
+        "unused-input-column",
+        {INGESTION: composite(value=None)},
+        CANONICAL_INGESTION,
+        "input columns amount are read by no branch",
+    ),
+    row(
+        "auxiliary-column-not-an-input",
+        {INGESTION: composite() | {"auxiliary_input_columns": ["delay"]}},
+        f"{CANONICAL_INGESTION}.auxiliary_input_columns",
+        "'delay' is not an input column",
+    ),
+    row(
+        "allow-unused-below-root",
+        {INGESTION: composite(value={"type": "embedding", "columns": ["amount"], "allow_unused_input_columns": True})},
+        f"{CANONICAL_INGESTION}.branches.value.allow_unused_input_columns",
+        "belongs at the root ingestion only",
+    ),
+    row(
+        "auxiliary-below-root",
+        {
+            INGESTION: composite(
+                value={"type": "embedding", "columns": ["amount"], "auxiliary_input_columns": ["amount"]}
+            )
+        },
+        f"{CANONICAL_INGESTION}.branches.value.auxiliary_input_columns",
+        "belongs at the root ingestion only",
+    ),
+    row(
+        "branches-on-embedding",
+        {f"{INGESTION}.branches": {"x": {"type": "embedding", "columns": ["event"]}}},
+        f"{CANONICAL_INGESTION}.branches",
+        "only a composite ingestion has branches",
+    ),
+    row(
+        "feature-width-of-unread-column",
+        {f"{INGESTION}.feature_embedding_dims.delay": 4},
+        f"{CANONICAL_INGESTION}.feature_embedding_dims.delay",
+        "is not a column this ingestion reads",
+    ),
+    row(
+        "depth-without-layout",
+        {INGESTION: composite(value={k: v for k, v in DEPTH_BRANCH.items() if k != "layout"})},
+        f"{CANONICAL_INGESTION}.branches.value.layout",
+        "a depth_transformer needs the name of its depth layout",
+    ),
+    row(
+        "depth-without-architecture",
+        {INGESTION: composite(value={k: v for k, v in DEPTH_BRANCH.items() if k != "architecture"})},
+        f"{CANONICAL_INGESTION}.branches.value.architecture",
+        "a depth_transformer needs its own architecture",
+    ),
+    row(
+        "depth-architecture-heads",
+        {
+            INGESTION: composite(
+                value=DEPTH_BRANCH | {"architecture": DEPTH_ARCHITECTURE | {"attention": {"type": "mha", "n_heads": 3}}}
+            )
+        },
+        f"{CANONICAL_INGESTION}.branches.value.architecture.attention.n_heads",
+        "3 does not divide dim_model 8",
+    ),
+    row(
+        "depth-dropout-out-of-range",
+        {INGESTION: composite(value=DEPTH_BRANCH | {"dropout": 1.5})},
+        f"{CANONICAL_INGESTION}.branches.value.dropout",
+        "must be in [0, 1), got 1.5",
+    ),
+    row(
+        "layout-on-embedding",
+        {f"{INGESTION}.layout": "items"},
+        CANONICAL_INGESTION,
+        "layout and architecture belong to a depth_transformer",
+    ),
     # --- dataset freezing -----------------------------------------------------------------------------------------
-    row("freeze-and-freezing-except", {"dataset.freeze": {"backbone": {"freeze": ["attention.qkv"], "freezing_except": ["feed_forward"]}}},
-        "dataset_training.default.freeze.backbone", "set either freeze or freezing_except, not both"),
-    row("freeze-unknown-selector", {"dataset.freeze": {"backbone": {"freeze": ["attention.qkvv"]}}},
-        "dataset_training.default.freeze.backbone.freeze", "'attention.qkvv' is not a parameter group; choose from attention.qkv"),
-    row("freeze-unknown-branch", {INGESTION: composite(), "dataset.freeze": {"ingestion": {"branches": {"itme": {"freeze": []}}}}},
-        "dataset_training.default.freeze.ingestion.branches.itme", "unknown branch (did you mean 'item'?); branches: item, value"),
-    row("freeze-branches-of-embedding", {"dataset.freeze": {"ingestion": {"branches": {"item": {"freeze": []}}}}},
-        "dataset_training.default.freeze.ingestion.branches", "only a composite ingestion has branches to select"),
-    row("freeze-branches-of-backbone", {"dataset.freeze": {"backbone": {"branches": {"item": {"freeze": []}}}}},
-        "dataset_training.default.freeze.backbone.branches", "only a composite ingestion has branches to select"),
-    row("freeze-below-a-leaf", {INGESTION: composite(), "dataset.freeze": {"ingestion": {"branches": {"item": {"branches": {"x": {"freeze": []}}}}}}},
-        "dataset_training.default.freeze.ingestion.branches.item.branches", "only a composite ingestion has branches to select"),
-    row("freeze-branch-both-policies", {INGESTION: composite(), "dataset.freeze": {"ingestion": {"branches": {"item": {"freeze": [], "freezing_except": []}}}}},
-        "dataset_training.default.freeze.ingestion.branches.item", "set either freeze or freezing_except, not both"),
+    row(
+        "freeze-and-freezing-except",
+        {"dataset.freeze": {"backbone": {"freeze": ["attention.qkv"], "freezing_except": ["feed_forward"]}}},
+        "dataset_training.default.freeze.backbone",
+        "set either freeze or freezing_except, not both",
+    ),
+    row(
+        "freeze-unknown-selector",
+        {"dataset.freeze": {"backbone": {"freeze": ["attention.qkvv"]}}},
+        "dataset_training.default.freeze.backbone.freeze",
+        "'attention.qkvv' is not a parameter group; choose from attention.qkv",
+    ),
+    row(
+        "freeze-unknown-branch",
+        {INGESTION: composite(), "dataset.freeze": {"ingestion": {"branches": {"itme": {"freeze": []}}}}},
+        "dataset_training.default.freeze.ingestion.branches.itme",
+        "unknown branch (did you mean 'item'?); branches: item, value",
+    ),
+    row(
+        "freeze-branches-of-embedding",
+        {"dataset.freeze": {"ingestion": {"branches": {"item": {"freeze": []}}}}},
+        "dataset_training.default.freeze.ingestion.branches",
+        "only a composite ingestion has branches to select",
+    ),
+    row(
+        "freeze-branches-of-backbone",
+        {"dataset.freeze": {"backbone": {"branches": {"item": {"freeze": []}}}}},
+        "dataset_training.default.freeze.backbone.branches",
+        "only a composite ingestion has branches to select",
+    ),
+    row(
+        "freeze-below-a-leaf",
+        {
+            INGESTION: composite(),
+            "dataset.freeze": {"ingestion": {"branches": {"item": {"branches": {"x": {"freeze": []}}}}}},
+        },
+        "dataset_training.default.freeze.ingestion.branches.item.branches",
+        "only a composite ingestion has branches to select",
+    ),
+    row(
+        "freeze-branch-both-policies",
+        {
+            INGESTION: composite(),
+            "dataset.freeze": {"ingestion": {"branches": {"item": {"freeze": [], "freezing_except": []}}}},
+        },
+        "dataset_training.default.freeze.ingestion.branches.item",
+        "set either freeze or freezing_except, not both",
+    ),
     # --- initialization -------------------------------------------------------------------------------------------
-    row("init-seed-negative", {"model.backbone.initialization_seed": -1}, "model.backbone.initialization_seed", "must be an integer from 0 to 2**63-1, got -1"),
-    row("init-seed-too-large", {"model.backbone.initialization_seed": 2**63}, "model.backbone.initialization_seed", f"got {2**63}"),
-    row("init-seed-boolean", {"model.backbone.initialization_seed": True}, "model.backbone.initialization_seed", "expected an integer, got True"),
-    row("init-seed-float", {"model.backbone.initialization_seed": 12.0}, "model.backbone.initialization_seed", "expected an integer, got 12.0"),
-    row("init-seed-of-branch", {INGESTION: composite(item=COMPOSITE["branches"]["item"] | {"initialization_seed": -5})},
-        f"{CANONICAL_INGESTION}.branches.item.initialization_seed", "must be an integer from 0 to 2**63-1"),
-    row("init-unknown-group", {"model.backbone.initialization": {"attention.kqv": QKV_NORMAL}},
-        "model.backbone.initialization.attention.kqv", "'attention.kqv' is not a parameter group"),
-    row("init-unknown-group-of-ingestion", {f"{INGESTION}.initialization": {"embeddings": QKV_NORMAL}},
-        f"{CANONICAL_INGESTION}.initialization.embeddings", "did you mean 'embedding'?"),
+    row(
+        "init-seed-negative",
+        {"model.backbone.initialization_seed": -1},
+        "model.backbone.initialization_seed",
+        "must be an integer from 0 to 2**63-1, got -1",
+    ),
+    row(
+        "init-seed-too-large",
+        {"model.backbone.initialization_seed": 2**63},
+        "model.backbone.initialization_seed",
+        f"got {2**63}",
+    ),
+    row(
+        "init-seed-boolean",
+        {"model.backbone.initialization_seed": True},
+        "model.backbone.initialization_seed",
+        "expected an integer, got True",
+    ),
+    row(
+        "init-seed-float",
+        {"model.backbone.initialization_seed": 12.0},
+        "model.backbone.initialization_seed",
+        "expected an integer, got 12.0",
+    ),
+    row(
+        "init-seed-of-branch",
+        {INGESTION: composite(item=COMPOSITE["branches"]["item"] | {"initialization_seed": -5})},
+        f"{CANONICAL_INGESTION}.branches.item.initialization_seed",
+        "must be an integer from 0 to 2**63-1",
+    ),
+    row(
+        "init-unknown-group",
+        {"model.backbone.initialization": {"attention.kqv": QKV_NORMAL}},
+        "model.backbone.initialization.attention.kqv",
+        "'attention.kqv' is not a parameter group",
+    ),
+    row(
+        "init-unknown-group-of-ingestion",
+        {f"{INGESTION}.initialization": {"embeddings": QKV_NORMAL}},
+        f"{CANONICAL_INGESTION}.initialization.embeddings",
+        "did you mean 'embedding'?",
+    ),
     # --- optimizer and scheduler ----------------------------------------------------------------------------------
-    row("optimizer-unknown-name", {"global_training.optimizer": {"name": "Adamw"}}, "global_training.optimizer.name", "'Adamw' is not allowed; choose one of AdamW"),
-    row("optimizer-without-name", {"global_training.optimizer": {"weight_decay": 0.1}}, "global_training.optimizer.name", "required: the torch optimizer class"),
-    row("optimizer-lr", {"global_training.optimizer": {"name": "AdamW", "lr": 0.1}}, "global_training.optimizer.lr", "sequifier sets it from global_training.learning_rate"),
-    row("optimizer-unknown-argument", {"global_training.optimizer": {"name": "AdamW", "weight_decai": 0.1}}, "global_training.optimizer.weight_decai", "did you mean 'weight_decay'?"),
-    row("scheduler-unknown-name", {"global_training.scheduler": {"name": "StepLr", "step_size": 1}}, "global_training.scheduler.name", "did you mean 'StepLR'?"),
-    row("scheduler-lr", {"global_training.scheduler": {"name": "StepLR", "step_size": 1, "lr": 0.1}}, "global_training.scheduler.lr", "StepLR does not take this argument"),
-    row("scheduler-unknown-argument", {"global_training.scheduler": {"name": "StepLR", "step": 1}}, "global_training.scheduler.step", "did you mean 'step_size'?"),
-    row("scheduler-total-steps-in-reset-mode", {"global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "total_steps": 1}},
-        "global_training.scheduler.total_steps", "do not set it for an epoch-stepped scheduler in reset mode"),
-    row("scheduler-continuous-total-steps-mismatch", {
-        "global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "total_steps": 5}, "global_training.reset_optimization_on_phase": False,
-        "training_plan.phases": [{"name": "a", "epochs": 2, "sources": [{"source": "events"}]}, {"name": "b", "epochs": 1, "sources": [{"source": "events"}]}]},
-        "global_training.scheduler.total_steps", "5 must equal the sum of all phase epochs (3)", base="canonical"),
+    row(
+        "optimizer-unknown-name",
+        {"global_training.optimizer": {"name": "Adamw"}},
+        "global_training.optimizer.name",
+        "'Adamw' is not allowed; choose one of AdamW",
+    ),
+    row(
+        "optimizer-without-name",
+        {"global_training.optimizer": {"weight_decay": 0.1}},
+        "global_training.optimizer.name",
+        "required: the torch optimizer class",
+    ),
+    row(
+        "optimizer-lr",
+        {"global_training.optimizer": {"name": "AdamW", "lr": 0.1}},
+        "global_training.optimizer.lr",
+        "sequifier sets it from global_training.learning_rate",
+    ),
+    row(
+        "optimizer-unknown-argument",
+        {"global_training.optimizer": {"name": "AdamW", "weight_decai": 0.1}},
+        "global_training.optimizer.weight_decai",
+        "did you mean 'weight_decay'?",
+    ),
+    row(
+        "scheduler-unknown-name",
+        {"global_training.scheduler": {"name": "StepLr", "step_size": 1}},
+        "global_training.scheduler.name",
+        "did you mean 'StepLR'?",
+    ),
+    row(
+        "scheduler-lr",
+        {"global_training.scheduler": {"name": "StepLR", "step_size": 1, "lr": 0.1}},
+        "global_training.scheduler.lr",
+        "StepLR does not take this argument",
+    ),
+    row(
+        "scheduler-unknown-argument",
+        {"global_training.scheduler": {"name": "StepLR", "step": 1}},
+        "global_training.scheduler.step",
+        "did you mean 'step_size'?",
+    ),
+    row(
+        "scheduler-total-steps-in-reset-mode",
+        {"global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "total_steps": 1}},
+        "global_training.scheduler.total_steps",
+        "do not set it for an epoch-stepped scheduler in reset mode",
+    ),
+    row(
+        "scheduler-continuous-total-steps-mismatch",
+        {
+            "global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "total_steps": 5},
+            "global_training.reset_optimization_on_phase": False,
+            "training_plan.phases": [
+                {"name": "a", "epochs": 2, "sources": [{"source": "events"}]},
+                {"name": "b", "epochs": 1, "sources": [{"source": "events"}]},
+            ],
+        },
+        "global_training.scheduler.total_steps",
+        "5 must equal the sum of all phase epochs (3)",
+        base="canonical",
+    ),
     # --- training plan --------------------------------------------------------------------------------------------
-    row("phase-name-twice", {"training_plan.phases": [{"name": "train", "epochs": 1, "sources": [{"source": "events"}]}] * 2},
-        "training_plan.phases[1].name", "phase name 'train' is used more than once", base="canonical"),
-    row("phase-epochs-zero", {"training_plan.epochs": 0}, "training_plan.phases[0].epochs", "must be at least 1, got 0"),
-    row("phase-without-phases", {"training_plan.phases": []}, "training_plan.phases", "at least one phase is required", base="canonical"),
-    row("phase-without-sources", {"training_plan.phases.0.sources": []}, "training_plan.phases[0].sources", "at least one source is required", base="canonical"),
-    row("phase-batches-per-selection-zero", {"training_plan.phases.0.sources.0.batches_per_selection": 0},
-        "training_plan.phases[0].sources[0].batches_per_selection", "must be at least 1, got 0", base="canonical"),
-    row("phase-source-weight-zero", {"training_plan.phases.0.sources.0.weight": 0}, "training_plan.phases[0].sources[0].weight", "must be positive, got 0.0", base="canonical"),
+    row(
+        "phase-name-twice",
+        {"training_plan.phases": [{"name": "train", "epochs": 1, "sources": [{"source": "events"}]}] * 2},
+        "training_plan.phases[1].name",
+        "phase name 'train' is used more than once",
+        base="canonical",
+    ),
+    row(
+        "phase-epochs-zero", {"training_plan.epochs": 0}, "training_plan.phases[0].epochs", "must be at least 1, got 0"
+    ),
+    row(
+        "phase-without-phases",
+        {"training_plan.phases": []},
+        "training_plan.phases",
+        "at least one phase is required",
+        base="canonical",
+    ),
+    row(
+        "phase-without-sources",
+        {"training_plan.phases.0.sources": []},
+        "training_plan.phases[0].sources",
+        "at least one source is required",
+        base="canonical",
+    ),
+    row(
+        "phase-batches-per-selection-zero",
+        {"training_plan.phases.0.sources.0.batches_per_selection": 0},
+        "training_plan.phases[0].sources[0].batches_per_selection",
+        "must be at least 1, got 0",
+        base="canonical",
+    ),
+    row(
+        "phase-source-weight-zero",
+        {"training_plan.phases.0.sources.0.weight": 0},
+        "training_plan.phases[0].sources[0].weight",
+        "must be positive, got 0.0",
+        base="canonical",
+    ),
     # --- evaluation, monitoring, early stopping -------------------------------------------------------------------
-    row("monitor-required-with-several-sources", {"dataset_training.telemetry": SECOND_DATASET, "evaluation.sources": [{"source": "events"}, {"source": "telemetry.main"}]},
-        "evaluation.monitor", "required with several evaluation sources", base="canonical"),
-    row("early-stopping-without-evaluation", {"evaluation": False, "global_training.early_stopping_patience": 3},
-        "global_training.early_stopping_patience", "needs evaluation to monitor a validation metric"),
-    row("validation-snapshots-without-evaluation", {"evaluation": False, "global_training.save_interval_val_loss": True},
-        "global_training.save_interval_val_loss", "needs evaluation to run validation"),
-    row("evaluation-without-sources", {"evaluation.sources": []}, "evaluation.sources", "at least one source is required (or set evaluation: false)", base="canonical"),
+    row(
+        "monitor-required-with-several-sources",
+        {
+            "dataset_training.telemetry": SECOND_DATASET,
+            "evaluation.sources": [{"source": "events"}, {"source": "telemetry.main"}],
+        },
+        "evaluation.monitor",
+        "required with several evaluation sources",
+        base="canonical",
+    ),
+    row(
+        "early-stopping-without-evaluation",
+        {"evaluation": False, "global_training.early_stopping_patience": 3},
+        "global_training.early_stopping_patience",
+        "needs evaluation to monitor a validation metric",
+    ),
+    row(
+        "validation-snapshots-without-evaluation",
+        {"evaluation": False, "global_training.save_interval_val_loss": True},
+        "global_training.save_interval_val_loss",
+        "needs evaluation to run validation",
+    ),
+    row(
+        "evaluation-without-sources",
+        {"evaluation.sources": []},
+        "evaluation.sources",
+        "at least one source is required (or set evaluation: false)",
+        base="canonical",
+    ),
     # --- global training ------------------------------------------------------------------------------------------
-    row("batch-size-zero", {"global_training.batch_size": 0}, "global_training.batch_size", "must be at least 1, got 0"),
-    row("context-length-zero", {"global_training.context_length": 0}, "global_training.context_length", "must be at least 1, got 0"),
-    row("learning-rate-zero", {"global_training.learning_rate": 0}, "global_training.learning_rate", "must be positive, got 0.0"),
-    row("gradient-clip-negative", {"global_training.gradient_clip": -1.0}, "global_training.gradient_clip", "must be positive, got -1.0"),
-    row("num-workers-negative", {"global_training.num_workers": -1}, "global_training.num_workers", "must be >= 0, got -1"),
-    row("torch-compile-outer-with-fsdp", {"global_training.data_parallelism": "fsdp", "global_training.torch_compile": "outer"},
-        "global_training.torch_compile", "use inner or none with FSDP"),
-    row("torch-compile-inner-with-ddp", {"global_training.data_parallelism": "ddp", "global_training.torch_compile": "inner"},
-        "global_training.torch_compile", "use outer or none with DDP"),
-    row("world-size-without-distributed", {"global_training.world_size": 4}, "global_training.world_size", "4 processes need distributed: true"),
+    row(
+        "batch-size-zero", {"global_training.batch_size": 0}, "global_training.batch_size", "must be at least 1, got 0"
+    ),
+    row(
+        "context-length-zero",
+        {"global_training.context_length": 0},
+        "global_training.context_length",
+        "must be at least 1, got 0",
+    ),
+    row(
+        "learning-rate-zero",
+        {"global_training.learning_rate": 0},
+        "global_training.learning_rate",
+        "must be positive, got 0.0",
+    ),
+    row(
+        "gradient-clip-negative",
+        {"global_training.gradient_clip": -1.0},
+        "global_training.gradient_clip",
+        "must be positive, got -1.0",
+    ),
+    row(
+        "num-workers-negative",
+        {"global_training.num_workers": -1},
+        "global_training.num_workers",
+        "must be >= 0, got -1",
+    ),
+    row(
+        "torch-compile-outer-with-fsdp",
+        {"global_training.data_parallelism": "fsdp", "global_training.torch_compile": "outer"},
+        "global_training.torch_compile",
+        "use inner or none with FSDP",
+    ),
+    row(
+        "torch-compile-inner-with-ddp",
+        {"global_training.data_parallelism": "ddp", "global_training.torch_compile": "inner"},
+        "global_training.torch_compile",
+        "use outer or none with DDP",
+    ),
+    row(
+        "world-size-without-distributed",
+        {"global_training.world_size": 4},
+        "global_training.world_size",
+        "4 processes need distributed: true",
+    ),
     row("device-gpu", {"device": "gpu"}, "device", "'gpu' is not a device; use cpu, cuda, cuda:N or mps"),
-    pytest.param("singleton", {"device": "cuda"}, "device", "CUDA is not available on this machine; use device: cpu", id="device-cuda-without-cuda",
-                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
-    pytest.param("singleton", {"device": "cuda:1"}, "device", "'cuda:1' was requested but CUDA is not available", id="device-cuda-index-without-cuda",
-                 marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA")),
+    pytest.param(
+        "singleton",
+        {"device": "cuda"},
+        "device",
+        "CUDA is not available on this machine; use device: cpu",
+        id="device-cuda-without-cuda",
+        marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA"),
+    ),
+    pytest.param(
+        "singleton",
+        {"device": "cuda:1"},
+        "device",
+        "'cuda:1' was requested but CUDA is not available",
+        id="device-cuda-index-without-cuda",
+        marks=pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA"),
+    ),
 ]
 
 
@@ -382,7 +1159,14 @@ def train_only(project: Path) -> dict:
 def two_parts(**second_fields: Any) -> Callable[[Path], dict]:
     def changes(project: Path) -> dict:
         second = metadata_variant(project, "second", **second_fields)
-        return {"dataset.part": DROP, "dataset.parts": {"original": {"metadata_config_path": METADATA}, "increment": {"metadata_config_path": second}}}
+        return {
+            "dataset.part": DROP,
+            "dataset.parts": {
+                "original": {"metadata_config_path": METADATA},
+                "increment": {"metadata_config_path": second},
+            },
+        }
+
     return changes
 
 
@@ -396,8 +1180,10 @@ def folder_part(project: Path) -> dict:
 def shared_interface_differing_classes(project: Path) -> dict:
     data = json.loads((project / METADATA).read_text())
     other = metadata_variant(project, "other", n_classes=data["n_classes"] | {"event": 40})
-    return {"dataset_training.telemetry": SECOND_DATASET | {"parts": {"main": {"metadata_config_path": other}}},
-            "training_plan.phases.0.sources": [{"source": "events"}, {"source": "telemetry"}]}
+    return {
+        "dataset_training.telemetry": SECOND_DATASET | {"parts": {"main": {"metadata_config_path": other}}},
+        "training_plan.phases.0.sources": [{"source": "events"}, {"source": "telemetry"}],
+    }
 
 
 def fixed(changes: dict) -> Callable[[Path], dict]:
@@ -409,41 +1195,114 @@ def resolve_row(id: str, changes: Callable[[Path], dict], path: str, fragment: s
 
 
 RESOLVE_ROWS = [
-    resolve_row("unknown-input-column", fixed({"model.interface.input_columns": ["event", "channel", "amount", "weather"], f"{INGESTION}.feature_embedding_dims.weather": 4}),
-                "model.interfaces.default.input_columns", "column 'weather' is not in the preprocessed data"),
-    resolve_row("unknown-target-column", fixed({"model.interface.target_columns": ["event", "price"], "dataset.criterion": {"event": "CrossEntropyLoss", "price": "MSELoss"}}),
-                "model.interfaces.default.target_columns", "column 'price' is not in the preprocessed data"),
-    resolve_row("real-criterion-on-categorical", fixed({"dataset.criterion.event": "MSELoss"}),
-                "dataset_training.default.criterion.event", "MSELoss needs a real column, but 'event' is categorical"),
-    resolve_row("categorical-criterion-on-real", fixed({"dataset.criterion.amount": "CrossEntropyLoss"}),
-                "dataset_training.default.criterion.amount", "CrossEntropyLoss needs a categorical column, but 'amount' is real"),
-    resolve_row("class-shares-of-real-target", fixed({"dataset.class_share_log_columns": ["amount"]}),
-                "dataset_training.default.class_share_log_columns", "'amount' is real; class shares need a categorical target"),
-    resolve_row("window-too-long", fixed({"global_training.context_length": 17}),
-                "global_training.context_length", "context_length 17 + target_offset 1 exceeds the stored window length 17"),
-    resolve_row("target-offset-beyond-window", fixed({"global_training.target_offset": 10, "global_training.context_length": 8}),
-                "global_training.context_length", "target_offset 10 exceeds the stored window length 17"),
-    resolve_row("metadata-missing", fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/missing.json"}),
-                "dataset_training.default.parts.default.metadata_config_path", "does not exist (run `sequifier preprocess` first)"),
-    resolve_row("evaluated-part-without-validation-split", train_only,
-                "dataset_training.default.parts.default.metadata_config_path", "part default.default is evaluated but"),
-    resolve_row("parts-differ-in-classes", two_parts(n_classes={"event": 40, "channel": 6}),
-                "dataset_training.default.parts", "parts 'original' and 'increment' differ in n_classes"),
-    resolve_row("parts-differ-in-window", two_parts(window_length=33, window_lengths=[33, 33, 33]),
-                "dataset_training.default.parts", "differ in window_length"),
-    resolve_row("parts-differ-in-normalization", two_parts(normalize_real_columns=False),
-                "dataset_training.default.parts", "differ in normalize_real_columns"),
-    resolve_row("parts-differ-in-storage-form", folder_part,
-                "dataset_training.default.parts", "use different storage forms (file vs folder)"),
-    resolve_row("parquet-read-format-for-pt-shards", fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/events_pt.json"}),
-                "global_training.read_format", "parquet was chosen but"),
-    resolve_row("interface-shared-by-differing-datasets", shared_interface_differing_classes,
-                "dataset_training.telemetry.model_interface", "interface 'main' is shared with a dataset whose columns differ", base="canonical"),
+    resolve_row(
+        "unknown-input-column",
+        fixed(
+            {
+                "model.interface.input_columns": ["event", "channel", "amount", "weather"],
+                f"{INGESTION}.feature_embedding_dims.weather": 4,
+            }
+        ),
+        "model.interfaces.default.input_columns",
+        "column 'weather' is not in the preprocessed data",
+    ),
+    resolve_row(
+        "unknown-target-column",
+        fixed(
+            {
+                "model.interface.target_columns": ["event", "price"],
+                "dataset.criterion": {"event": "CrossEntropyLoss", "price": "MSELoss"},
+            }
+        ),
+        "model.interfaces.default.target_columns",
+        "column 'price' is not in the preprocessed data",
+    ),
+    resolve_row(
+        "real-criterion-on-categorical",
+        fixed({"dataset.criterion.event": "MSELoss"}),
+        "dataset_training.default.criterion.event",
+        "MSELoss needs a real column, but 'event' is categorical",
+    ),
+    resolve_row(
+        "categorical-criterion-on-real",
+        fixed({"dataset.criterion.amount": "CrossEntropyLoss"}),
+        "dataset_training.default.criterion.amount",
+        "CrossEntropyLoss needs a categorical column, but 'amount' is real",
+    ),
+    resolve_row(
+        "class-shares-of-real-target",
+        fixed({"dataset.class_share_log_columns": ["amount"]}),
+        "dataset_training.default.class_share_log_columns",
+        "'amount' is real; class shares need a categorical target",
+    ),
+    resolve_row(
+        "window-too-long",
+        fixed({"global_training.context_length": 17}),
+        "global_training.context_length",
+        "context_length 17 + target_offset 1 exceeds the stored window length 17",
+    ),
+    resolve_row(
+        "target-offset-beyond-window",
+        fixed({"global_training.target_offset": 10, "global_training.context_length": 8}),
+        "global_training.context_length",
+        "target_offset 10 exceeds the stored window length 17",
+    ),
+    resolve_row(
+        "metadata-missing",
+        fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/missing.json"}),
+        "dataset_training.default.parts.default.metadata_config_path",
+        "does not exist (run `sequifier preprocess` first)",
+    ),
+    resolve_row(
+        "evaluated-part-without-validation-split",
+        train_only,
+        "dataset_training.default.parts.default.metadata_config_path",
+        "part default.default is evaluated but",
+    ),
+    resolve_row(
+        "parts-differ-in-classes",
+        two_parts(n_classes={"event": 40, "channel": 6}),
+        "dataset_training.default.parts",
+        "parts 'original' and 'increment' differ in n_classes",
+    ),
+    resolve_row(
+        "parts-differ-in-window",
+        two_parts(window_length=33, window_lengths=[33, 33, 33]),
+        "dataset_training.default.parts",
+        "differ in window_length",
+    ),
+    resolve_row(
+        "parts-differ-in-normalization",
+        two_parts(normalize_real_columns=False),
+        "dataset_training.default.parts",
+        "differ in normalize_real_columns",
+    ),
+    resolve_row(
+        "parts-differ-in-storage-form",
+        folder_part,
+        "dataset_training.default.parts",
+        "use different storage forms (file vs folder)",
+    ),
+    resolve_row(
+        "parquet-read-format-for-pt-shards",
+        fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/events_pt.json"}),
+        "global_training.read_format",
+        "parquet was chosen but",
+    ),
+    resolve_row(
+        "interface-shared-by-differing-datasets",
+        shared_interface_differing_classes,
+        "dataset_training.telemetry.model_interface",
+        "interface 'main' is shared with a dataset whose columns differ",
+        base="canonical",
+    ),
 ]
 
 
 @pytest.mark.parametrize("base, changes, path, fragment", RESOLVE_ROWS)
-def test_config_contradicting_the_metadata_is_rejected(base: str, changes: Callable[[Path], dict], path: str, fragment: str, reference_project: Path):
+def test_config_contradicting_the_metadata_is_rejected(
+    base: str, changes: Callable[[Path], dict], path: str, fragment: str, reference_project: Path
+):
     config = canonical_config(apply(BASES[base](), changes(reference_project)))  # valid on its own
     with pytest.raises(UserError) as error:
         resolve(config, reference_project, cwd=reference_project)
@@ -459,22 +1318,68 @@ def test_a_part_without_validation_split_is_fine_when_not_evaluated(reference_pr
 # --- the same rules through the real command line -----------------------------------------------------------------
 
 CLI_ROWS = [
-    pytest.param({"global_training.batch_sise": 8}, "global_training.batch_sise", "did you mean 'batch_size'?", id="cli-unknown-field"),
-    pytest.param({"training_spec": {"batch_size": 16}}, "training_spec", "the flat training schema is not accepted", id="cli-historical-key"),
-    pytest.param({"dataset_training": {"other": SECOND_DATASET}}, "dataset", "cannot be combined with dataset_training", id="cli-singular-and-plural"),
+    pytest.param(
+        {"global_training.batch_sise": 8},
+        "global_training.batch_sise",
+        "did you mean 'batch_size'?",
+        id="cli-unknown-field",
+    ),
+    pytest.param(
+        {"training_spec": {"batch_size": 16}},
+        "training_spec",
+        "the flat training schema is not accepted",
+        id="cli-historical-key",
+    ),
+    pytest.param(
+        {"dataset_training": {"other": SECOND_DATASET}},
+        "dataset",
+        "cannot be combined with dataset_training",
+        id="cli-singular-and-plural",
+    ),
     pytest.param({"device": "gpu"}, "device", "'gpu' is not a device", id="cli-device-gpu"),
-    pytest.param({"global_training.optimizer": {"name": "AdamW", "lr": 0.1}}, "global_training.optimizer.lr", "sequifier sets it from global_training.learning_rate", id="cli-optimizer-lr"),
-    pytest.param({"dataset.loss_weights": {"event": 0.0, "amount": 0.0}}, "dataset_training.default.loss_weights", "at least one target needs a positive weight", id="cli-loss-weights-zero"),
-    pytest.param({f"{ARCH}.attention.n_heads": 3}, f"{ARCH}.attention.n_heads", "does not divide dim_model 16", id="cli-heads"),
-    pytest.param({"dataset.criterion.event": "MSELoss"}, "dataset_training.default.criterion.event", "needs a real column", id="cli-criterion-kind"),
-    pytest.param({"global_training.context_length": 17}, "global_training.context_length", "exceeds the stored window length 17", id="cli-window-too-long"),
-    pytest.param({"model.interface.input_columns": ["event", "channel", "amount", "weather"], f"{INGESTION}.feature_embedding_dims.weather": 4},
-                 "model.interfaces.default.input_columns", "column 'weather' is not in the preprocessed data", id="cli-unknown-column"),
+    pytest.param(
+        {"global_training.optimizer": {"name": "AdamW", "lr": 0.1}},
+        "global_training.optimizer.lr",
+        "sequifier sets it from global_training.learning_rate",
+        id="cli-optimizer-lr",
+    ),
+    pytest.param(
+        {"dataset.loss_weights": {"event": 0.0, "amount": 0.0}},
+        "dataset_training.default.loss_weights",
+        "at least one target needs a positive weight",
+        id="cli-loss-weights-zero",
+    ),
+    pytest.param(
+        {f"{ARCH}.attention.n_heads": 3}, f"{ARCH}.attention.n_heads", "does not divide dim_model 16", id="cli-heads"
+    ),
+    pytest.param(
+        {"dataset.criterion.event": "MSELoss"},
+        "dataset_training.default.criterion.event",
+        "needs a real column",
+        id="cli-criterion-kind",
+    ),
+    pytest.param(
+        {"global_training.context_length": 17},
+        "global_training.context_length",
+        "exceeds the stored window length 17",
+        id="cli-window-too-long",
+    ),
+    pytest.param(
+        {
+            "model.interface.input_columns": ["event", "channel", "amount", "weather"],
+            f"{INGESTION}.feature_embedding_dims.weather": 4,
+        },
+        "model.interfaces.default.input_columns",
+        "column 'weather' is not in the preprocessed data",
+        id="cli-unknown-column",
+    ),
 ]
 
 
 @pytest.mark.parametrize("changes, path, fragment", CLI_ROWS)
-def test_invalid_config_through_the_cli_exits_2_naming_the_path(changes: dict, path: str, fragment: str, reference_project: Path):
+def test_invalid_config_through_the_cli_exits_2_naming_the_path(
+    changes: dict, path: str, fragment: str, reference_project: Path
+):
     write_yaml(reference_project / "configs" / "train.yaml", apply(tiny_train_config(), changes))
     result = run_sequifier(["train"], reference_project)
     assert result.returncode == 2, result.stdout + result.stderr

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 import yaml
-
 from conftest import tiny_train_config, write_yaml
+
 from sequifier.config.compose import canonical_config, compose_config, config_groups
 from sequifier.config.errors import UserError
 from sequifier.training.capabilities import check_supported
@@ -94,8 +94,14 @@ def tiny_file(tmp_path: Path) -> Path:
 
 def test_every_preset_folder_is_a_group_hydra_finds():
     assert {group for group, _ in PRESETS + LAUNCHERS + DATASET_PRESETS} == set(config_groups())
-    assert {"model/backbone", "global_training/optimizer", "global_training/scheduler", "global_training/precision",
-            "training_plan", "dataset_training/freeze"} <= set(config_groups())
+    assert {
+        "model/backbone",
+        "global_training/optimizer",
+        "global_training/scheduler",
+        "global_training/precision",
+        "training_plan",
+        "dataset_training/freeze",
+    } <= set(config_groups())
 
 
 @pytest.mark.parametrize(("group", "option"), PRESETS + LAUNCHERS, ids=[f"{g}={o}" for g, o in PRESETS + LAUNCHERS])
@@ -136,7 +142,9 @@ def test_a_preset_replaces_every_value_it_lists(tmp_path: Path, group: str, opti
 def test_the_backbone_presets_grow_from_tiny_to_base(tiny_file: Path):
     sizes = {}
     for option in ("tiny", "small", "base"):
-        architecture = canonical_config(compose_config(tiny_file, [f"model/backbone={option}"])).model.backbone.architecture
+        architecture = canonical_config(
+            compose_config(tiny_file, [f"model/backbone={option}"])
+        ).model.backbone.architecture
         sizes[option] = (architecture.dim_model, architecture.num_layers)
     assert sizes == {"tiny": (32, 1), "small": (64, 2), "base": (128, 6)}
 
@@ -145,12 +153,16 @@ def test_a_backbone_preset_replaces_the_attention_layout_of_the_file(tmp_path: P
     config = tiny_train_config()
     config["model"]["backbone"]["architecture"]["attention"] = {"type": "gqa", "n_heads": 2, "n_kv_heads": 1}
     config_file = write_yaml(tmp_path / "configs" / "train.yaml", config)
-    attention = canonical_config(compose_config(config_file, ["model/backbone=small"])).model.backbone.architecture.attention
+    attention = canonical_config(
+        compose_config(config_file, ["model/backbone=small"])
+    ).model.backbone.architecture.attention
     assert (attention.type, attention.n_heads, attention.n_kv_heads) == ("mha", 4, None)
 
 
 def test_onecycle_peaks_at_the_learning_rate_and_leaves_the_duration_to_sequifier(tiny_file: Path):
-    training = canonical_config(compose_config(tiny_file, ["global_training/scheduler=onecycle", "global_training.learning_rate=0.02"])).global_training
+    training = canonical_config(
+        compose_config(tiny_file, ["global_training/scheduler=onecycle", "global_training.learning_rate=0.02"])
+    ).global_training
     assert training.scheduler["name"] == "OneCycleLR"
     assert training.scheduler["max_lr"] == 0.02
     for option in ("step", "onecycle", "cosine"):
@@ -159,8 +171,12 @@ def test_onecycle_peaks_at_the_learning_rate_and_leaves_the_duration_to_sequifie
 
 
 def test_the_optimizer_presets_name_their_torch_class(tiny_file: Path):
-    names = {option: canonical_config(compose_config(tiny_file, [f"global_training/optimizer={option}"])).global_training.optimizer["name"]
-             for option in ("adamw", "adam", "sgd")}
+    names = {
+        option: canonical_config(
+            compose_config(tiny_file, [f"global_training/optimizer={option}"])
+        ).global_training.optimizer["name"]
+        for option in ("adamw", "adam", "sgd")
+    }
     assert names == {"adamw": "AdamW", "adam": "Adam", "sgd": "SGD"}
 
 
@@ -170,28 +186,38 @@ def test_an_optimizer_preset_keeps_other_arguments_of_the_file_which_tilde_remov
     config_file = write_yaml(tmp_path / "configs" / "train.yaml", config)
     with pytest.raises(UserError, match=r"global_training\.optimizer\.betas: SGD does not take this argument"):
         check_supported(canonical_config(compose_config(config_file, ["global_training/optimizer=sgd"])))
-    optimizer = canonical_config(compose_config(config_file, ["global_training/optimizer=sgd", "~global_training.optimizer.betas"])).global_training.optimizer
+    optimizer = canonical_config(
+        compose_config(config_file, ["global_training/optimizer=sgd", "~global_training.optimizer.betas"])
+    ).global_training.optimizer
     assert optimizer == {"name": "SGD", "momentum": 0.9, "dampening": 0.0, "nesterov": True, "weight_decay": 0.0}
 
 
 def test_the_precision_preset_sets_global_training_keys_and_an_override_wins(tiny_file: Path):
-    fp32 = canonical_config(compose_config(tiny_file, ["global_training/precision=fp32", "global_training.layer_autocast=true"]))
+    fp32 = canonical_config(
+        compose_config(tiny_file, ["global_training/precision=fp32", "global_training.layer_autocast=true"])
+    )
     assert fp32.global_training.layer_autocast is True
     assert fp32.global_training.batch_size == 16  # the file's other global_training values stay
 
 
 def test_only_presets_the_engine_runs_are_shipped():
     root = resources.files("sequifier.conf")
-    shipped = {group: sorted(Path(p.name).stem for p in root.joinpath(group).iterdir() if p.name.endswith(".yaml")) for group in config_groups()}
+    shipped = {
+        group: sorted(Path(p.name).stem for p in root.joinpath(group).iterdir() if p.name.endswith(".yaml"))
+        for group in config_groups()
+    }
     assert "global_training/distributed" not in shipped
     assert shipped["global_training/precision"] == ["fp32"]
     assert "hydra/launcher" not in shipped
+
 
 def test_the_smoke_plan_trains_one_epoch_and_needs_a_singleton_plan(tmp_path: Path):
     config_file = write_yaml(tmp_path / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 7}))
     phases = canonical_config(compose_config(config_file, ["training_plan=smoke"])).training_plan.phases
     assert [(phase.name, phase.epochs) for phase in phases] == [("train", 1)]
-    named = tiny_train_config(training_plan={"phases": [{"name": "a", "epochs": 3, "sources": [{"source": "default"}]}]})
+    named = tiny_train_config(
+        training_plan={"phases": [{"name": "a", "epochs": 3, "sources": [{"source": "default"}]}]}
+    )
     named_file = write_yaml(tmp_path / "named" / "train.yaml", named)
     with pytest.raises(UserError, match="training_plan.epochs"):
         canonical_config(compose_config(named_file, ["training_plan=smoke"]))
@@ -199,7 +225,7 @@ def test_the_smoke_plan_trains_one_epoch_and_needs_a_singleton_plan(tmp_path: Pa
 
 def test_the_configuration_guide_lists_every_preset():
     text = DOCS.read_text()
-    groups_section = text[text.index("## Config groups"):text.index("## Sweeps")]
+    groups_section = text[text.index("## Config groups") : text.index("## Sweeps")]
     for group, option in PRESETS + LAUNCHERS:
         assert f"`{group}`" in groups_section, group
         assert f"`{option}`" in groups_section, f"{group}={option}"
@@ -209,7 +235,11 @@ def test_the_configuration_guide_lists_every_preset():
 def test_a_dataset_preset_is_placed_on_the_dataset_it_names(tiny_file: Path, group: str, option: str):
     header = _header(_file(group, option).read_text())
     assert f"Select with: sequifier train +{group}@dataset.freeze={option}" in header[0]
-    freeze = canonical_config(compose_config(tiny_file, [f"+{group}@dataset.freeze={option}"])).dataset_training["default"].freeze
+    freeze = (
+        canonical_config(compose_config(tiny_file, [f"+{group}@dataset.freeze={option}"]))
+        .dataset_training["default"]
+        .freeze
+    )
     content = yaml.safe_load(_file(group, option).read_text())
     for scope, selectors in content.items():
         node = getattr(freeze, scope)

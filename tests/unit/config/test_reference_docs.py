@@ -43,7 +43,9 @@ def _nested_class(hint: Any) -> type | None:
     return None
 
 
-def _schema_leaves(cls: type = TrainConfig, prefix: str = "", seen: tuple[type, ...] = ()) -> list[tuple[str, dataclasses.Field]]:
+def _schema_leaves(
+    cls: type = TrainConfig, prefix: str = "", seen: tuple[type, ...] = ()
+) -> list[tuple[str, dataclasses.Field]]:
     """Every field that holds a value rather than sub-fields; a recursive section is followed one level deep."""
     leaves = []
     hints = typing.get_type_hints(cls)
@@ -87,13 +89,19 @@ def test_rows_carry_the_schema_docs_defaults_and_choices():
 
 def test_placeholders_and_list_items_are_spelled_as_in_error_messages():
     paths = set(_table_rows(render_reference()))
-    for expected in ("model.interfaces.<name>.decoder.type", "dataset_training.<name>.parts.<part>.metadata_config_path",
-                     "training_plan.phases[*].sources[*].source", "evaluation.monitor.mode",
-                     "dataset_training.<name>.freeze.ingestion.branches.<branch>.freeze"):
+    for expected in (
+        "model.interfaces.<name>.decoder.type",
+        "dataset_training.<name>.parts.<part>.metadata_config_path",
+        "training_plan.phases[*].sources[*].source",
+        "evaluation.monitor.mode",
+        "dataset_training.<name>.freeze.ingestion.branches.<branch>.freeze",
+    ):
         assert expected in paths
 
 
 def test_the_module_prints_the_reference():
-    result = subprocess.run([sys.executable, "-m", "sequifier.config.reference"], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-m", "sequifier.config.reference"], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout == render_reference()

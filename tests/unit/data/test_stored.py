@@ -10,8 +10,8 @@ import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 import pytest
-
 from reference_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
+
 from sequifier.config.errors import UserError
 from sequifier.data.metadata import read_folder_metadata, read_metadata, write_folder_metadata
 from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
@@ -58,7 +58,9 @@ def test_values_match_rows_read_with_pyarrow(split):
         for index in (0, len(windows) // 2, len(windows) - 1):
             row = rows.slice(index, 1).to_pylist()[0]
             expected = [row[name] for name in VALUE_COLUMNS]
-            np.testing.assert_array_equal(windows.columns[column][index], np.asarray(expected).astype(windows.columns[column].dtype))
+            np.testing.assert_array_equal(
+                windows.columns[column][index], np.asarray(expected).astype(windows.columns[column].dtype)
+            )
             assert windows.sequence_ids[index] == row["sequenceId"]
             assert windows.subsequence_ids[index] == row["subsequenceId"]
             assert windows.start_item_positions[index] == row["startItemPosition"]

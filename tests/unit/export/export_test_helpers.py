@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from conftest import REFERENCE_DIR, tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.model.network import SequifierNetwork, build_network
@@ -17,7 +17,9 @@ def tiny_spec(run_dir: Path, architecture: dict | None = None, decoder: dict | N
     config = tiny_train_config(project_root=str(run_dir), **top_level)
     config["model"]["backbone"]["architecture"].update(architecture or {})
     config["model"]["interface"]["decoder"].update(decoder or {})
-    config["dataset"]["part"]["metadata_config_path"] = str(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")
+    config["dataset"]["part"]["metadata_config_path"] = str(
+        REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
+    )
     return resolve(canonical_config(config), run_dir=run_dir, cwd=REFERENCE_DIR)
 
 

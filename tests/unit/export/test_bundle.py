@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from export_test_helpers import example_batch, tiny_network, tiny_spec
+
 from sequifier.config.errors import UserError
 from sequifier.export.bundle import BUNDLE_KEYS, read_bundle, write_bundle
 
@@ -31,7 +31,11 @@ def test_bundle_holds_exactly_the_listed_keys_as_plain_data(tmp_path: Path):
     path = tmp_path / "models" / "tiny-best-3.pt"
     write_bundle(tiny_network(spec), spec, path, "best", 3)
     bundle = torch.load(path, weights_only=True)
-    assert sorted(bundle) == sorted(BUNDLE_KEYS) == ["artifact_type", "export_metadata", "format_version", "model_config", "model_state_dict"]
+    assert (
+        sorted(bundle)
+        == sorted(BUNDLE_KEYS)
+        == ["artifact_type", "export_metadata", "format_version", "model_config", "model_state_dict"]
+    )
     assert bundle["artifact_type"] == "sequifier_inference_bundle" and bundle["format_version"] == 2
     assert all(isinstance(v, torch.Tensor) for v in bundle["model_state_dict"].values())
     for section in ("model_config", "export_metadata"):
@@ -42,17 +46,43 @@ def test_bundle_holds_exactly_the_listed_keys_as_plain_data(tmp_path: Path):
     assert sorted(config) == ["contract", "network"]
     assert sorted(config["network"]) == ["backbone", "context_length", "interfaces"]
     assert config["contract"]["artifact"] == "network" and config["contract"]["dropout"] == "selectable"
-    for forbidden in ("optimizer", "dataset_training", "training_plan", "evaluation", "parts", "metadata_config_path", "initialization"):
-        assert not any(where.endswith(f".{forbidden}") and value is not None for where, value in _walk(config, "model_config")), forbidden
+    for forbidden in (
+        "optimizer",
+        "dataset_training",
+        "training_plan",
+        "evaluation",
+        "parts",
+        "metadata_config_path",
+        "initialization",
+    ):
+        assert not any(
+            where.endswith(f".{forbidden}") and value is not None for where, value in _walk(config, "model_config")
+        ), forbidden
     metadata = bundle["export_metadata"]
-    assert metadata["trace_sites"] == ["interfaces.default.ingestion", "interfaces.default.adapter", "backbone.position", "backbone.layers.0",
-                                       "backbone.layers.1", "backbone.final_norm", "interfaces.default.decoder"]
-    assert {"sequifier_version", "torch_version", "model_name", "kind", "epoch", "exported_at"} <= set(metadata["provenance"])
+    assert metadata["trace_sites"] == [
+        "interfaces.default.ingestion",
+        "interfaces.default.adapter",
+        "backbone.position",
+        "backbone.layers.0",
+        "backbone.layers.1",
+        "backbone.final_norm",
+        "interfaces.default.decoder",
+    ]
+    assert {"sequifier_version", "torch_version", "model_name", "kind", "epoch", "exported_at"} <= set(
+        metadata["provenance"]
+    )
     assert (metadata["provenance"]["kind"], metadata["provenance"]["epoch"]) == ("best", 3)
 
 
 def test_rebuilt_network_computes_what_the_exported_one_did(tmp_path: Path):
-    spec = tiny_spec(tmp_path, architecture={"num_layers": 3, "shared_layer_groups": [[0, 2]], "attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 2}})
+    spec = tiny_spec(
+        tmp_path,
+        architecture={
+            "num_layers": 3,
+            "shared_layer_groups": [[0, 2]],
+            "attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 2},
+        },
+    )
     network = tiny_network(spec)
     path = tmp_path / "model.pt"
     write_bundle(network, spec, path, "last", 1)

@@ -7,15 +7,19 @@ from pathlib import Path
 import numpy as np
 import onnx
 import torch
-
 from export_test_helpers import example_batch, tiny_network, tiny_spec
+
 from sequifier.export.contract import CONTRACT_KEY, decode
 from sequifier.export.onnx import ACTIVE_FLAG, export_onnx
 from sequifier.infer.onnx_model import OnnxModel
 
 
-def _numpy(inputs: dict[str, torch.Tensor], padding: torch.Tensor, rows: slice = slice(None)) -> tuple[dict, np.ndarray]:
-    return {k: v[rows].numpy().astype(np.int64 if v.dtype == torch.int64 else np.float32) for k, v in inputs.items()}, padding[rows].numpy()
+def _numpy(
+    inputs: dict[str, torch.Tensor], padding: torch.Tensor, rows: slice = slice(None)
+) -> tuple[dict, np.ndarray]:
+    return {
+        k: v[rows].numpy().astype(np.int64 if v.dtype == torch.int64 else np.float32) for k, v in inputs.items()
+    }, padding[rows].numpy()
 
 
 def test_contract_describes_the_execution(tmp_path: Path):
@@ -25,11 +29,23 @@ def test_contract_describes_the_execution(tmp_path: Path):
     contract = decode({p.key: p.value for p in onnx.load(str(path)).metadata_props}[CONTRACT_KEY])
     assert contract["artifact"] == "generative" and contract["dropout"] == "inactive"
     assert contract["interface"] == spec.interface_name and contract["objective"] == "causal"
-    assert contract["input_columns"] == ["event", "channel", "amount"] and contract["target_columns"] == ["event", "amount"]
+    assert contract["input_columns"] == ["event", "channel", "amount"] and contract["target_columns"] == [
+        "event",
+        "amount",
+    ]
     assert (contract["context_length"], contract["target_offset"], contract["prediction_length"]) == (8, 1, 1)
     metadata = spec.metadata
-    assert contract["columns"]["event"] == {"kind": "categorical", "data_type": "Int64", "n_classes": 15, "id_map": metadata.id_maps["event"]}
-    assert contract["columns"]["amount"] == {"kind": "real", "data_type": "Float64", "statistics": metadata.selected_columns_statistics["amount"]}
+    assert contract["columns"]["event"] == {
+        "kind": "categorical",
+        "data_type": "Int64",
+        "n_classes": 15,
+        "id_map": metadata.id_maps["event"],
+    }
+    assert contract["columns"]["amount"] == {
+        "kind": "real",
+        "data_type": "Float64",
+        "statistics": metadata.selected_columns_statistics["amount"],
+    }
     assert contract["special_token_ids"] == {"[unknown]": 0, "[other]": 1, "[mask]": 2}
     assert contract["class_ids"]["event"] == [1] + list(range(3, 15))  # [other] is predictable by default
     assert contract["outputs"] == {"event": "event.prediction", "amount": "amount.prediction"}
@@ -74,7 +90,9 @@ def test_dropout_export_keeps_every_dropout_active(tmp_path: Path):
     assert not network.training
     graph = onnx.load(str(path)).graph
     dropouts = [n for n in graph.node if n.op_type == "Dropout"]
-    assert len(dropouts) == 7  # the input, then per layer the attention weights, the attention branch and the feed-forward branch
+    assert (
+        len(dropouts) == 7
+    )  # the input, then per layer the attention weights, the attention branch and the feed-forward branch
     assert all(list(n.input)[2] == ACTIVE_FLAG for n in dropouts)
     model = OnnxModel(path)
     assert model.contract["dropout"] == "active"
@@ -88,5 +106,7 @@ def test_dropout_export_keeps_every_dropout_active(tmp_path: Path):
     np.testing.assert_array_equal(first, again)
     assert not np.allclose(first, other)
     with torch.no_grad():
-        evaluated = network(spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding))["amount"][:, -1:].numpy()
+        evaluated = network(
+            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
+        )["amount"][:, -1:].numpy()
     assert not np.allclose(first, evaluated, atol=1e-4)

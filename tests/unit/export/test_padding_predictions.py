@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
-
 from export_test_helpers import example_batch, tiny_network, tiny_spec
+
 from sequifier.export.onnx import export_onnx
 from sequifier.infer.onnx_model import OnnxModel
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import csv
 
 import numpy as np
-
 from conftest import REFERENCE_DIR
+
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
 from sequifier.infer.codec import category_names, decode_values, encode_values
@@ -19,7 +19,11 @@ def _contract_columns() -> tuple[dict, dict]:
     columns = {}
     for name in COLUMNS:
         if name in metadata.categorical_columns:
-            columns[name] = {"kind": "categorical", "n_classes": metadata.n_classes[name], "id_map": metadata.id_maps[name]}
+            columns[name] = {
+                "kind": "categorical",
+                "n_classes": metadata.n_classes[name],
+                "id_map": metadata.id_maps[name],
+            }
         else:
             columns[name] = {"kind": "real", "statistics": metadata.selected_columns_statistics[name]}
     return columns, metadata.special_token_ids
@@ -43,7 +47,11 @@ def test_stored_windows_decode_to_the_raw_input_and_encode_back():
             for name in COLUMNS:
                 stored_value = stored.columns[name][window, slot]
                 decoded = decode_values(np.array([stored_value]), columns[name], special)[0]
-                encoded = encode_values(np.array([row[name]], dtype=object if columns[name]["kind"] == "categorical" else float), columns[name], special)[0]
+                encoded = encode_values(
+                    np.array([row[name]], dtype=object if columns[name]["kind"] == "categorical" else float),
+                    columns[name],
+                    special,
+                )[0]
                 if columns[name]["kind"] == "categorical":
                     assert decoded == row[name] and encoded == stored_value, (key, name)
                 else:
@@ -55,10 +63,16 @@ def test_stored_windows_decode_to_the_raw_input_and_encode_back():
 def test_decode_of_encode_is_identity_and_unknown_values_become_other():
     columns, special = _contract_columns()
     events = np.array(["e00", "e11", "e05"], dtype=object)
-    assert list(decode_values(encode_values(events, columns["event"], special), columns["event"], special)) == list(events)
+    assert list(decode_values(encode_values(events, columns["event"], special), columns["event"], special)) == list(
+        events
+    )
     assert list(encode_values(np.array(["never seen"], dtype=object), columns["event"], special)) == [1]
     amounts = np.array([0.0, 12.5, 99.25])
-    np.testing.assert_allclose(decode_values(encode_values(amounts, columns["amount"], special), columns["amount"], special), amounts, atol=1e-12)
+    np.testing.assert_allclose(
+        decode_values(encode_values(amounts, columns["amount"], special), columns["amount"], special),
+        amounts,
+        atol=1e-12,
+    )
 
 
 def test_ids_stay_ids_without_decoding_and_every_id_has_a_name():

@@ -31,7 +31,9 @@ class CountingModel:
 
 def _inputs(n: int = 5) -> tuple[dict[str, np.ndarray], np.ndarray]:
     rng = np.random.default_rng(0)
-    return {"event": rng.integers(3, 6, (n, 4)), "amount": rng.normal(size=(n, 4)).astype(np.float32)}, np.array([0, 2, 0, 4, 1][:n])
+    return {"event": rng.integers(3, 6, (n, 4)), "amount": rng.normal(size=(n, 4)).astype(np.float32)}, np.array(
+        [0, 2, 0, 4, 1][:n]
+    )
 
 
 def test_argmax_maps_output_index_to_class_id_and_batches_do_not_matter():
@@ -50,7 +52,9 @@ def test_sampling_follows_the_softmax_and_is_seeded():
     outputs = {"event": logits, "amount": np.zeros((20000, 1))}
 
     def draw(seed: int) -> np.ndarray:
-        return Chooser(CONTRACT, ("event",), np.random.default_rng(seed), keep_probabilities=False)(outputs)[0]["event"].reshape(-1)
+        return Chooser(CONTRACT, ("event",), np.random.default_rng(seed), keep_probabilities=False)(outputs)[0][
+            "event"
+        ].reshape(-1)
 
     first = draw(7)
     np.testing.assert_array_equal(first, draw(7))

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from conftest import write_yaml
+
 from sequifier.config.errors import UserError
 from sequifier.config.infer import load_infer_config, metadata_path_of_preprocessing, notices
 
@@ -20,8 +20,18 @@ def _load(tmp_path: Path, **fields):
 
 def test_defaults(tmp_path: Path):
     config = _load(tmp_path)
-    assert (config.model_type, config.write_format, config.read_format, config.decode_categories) == ("generative", "csv", None, True)
-    assert (config.output_probabilities, config.infer_with_dropout, config.autoregressive, config.seed) == (False, False, False, 1010)
+    assert (config.model_type, config.write_format, config.read_format, config.decode_categories) == (
+        "generative",
+        "csv",
+        None,
+        True,
+    )
+    assert (config.output_probabilities, config.infer_with_dropout, config.autoregressive, config.seed) == (
+        False,
+        False,
+        False,
+        1010,
+    )
     assert config.model_paths == ("models/m.onnx",)
 
 
@@ -34,23 +44,26 @@ def test_several_models_and_command_line_seeds(tmp_path: Path):
         _load(tmp_path, seed=5, randomize=True)
 
 
-@pytest.mark.parametrize(("fields", "where", "message"), [
-    ({"autoregressive": True}, "generation_steps", "required"),
-    ({"generation_steps": 3}, "generation_steps", "only applies"),
-    ({"autoregressive": True, "generation_steps": 0}, "generation_steps", "at least 1"),
-    ({"model_type": "embedding", "output_probabilities": True}, "output_probabilities", "generative"),
-    ({"model_type": "embedding", "autoregressive": True, "generation_steps": 2}, "autoregressive", "generative"),
-    ({"inference_batch_size": 0}, "inference_batch_size", "at least 1"),
-    ({"data_path": None}, "data_path", "metadata_config_path"),
-    ({"window_stride": 0}, "window_stride", "at least 1"),
-    ({"window_stride": 2, "autoregressive": True, "generation_steps": 2}, "window_stride", "single-step"),
-    ({"prediction_alignment_steps": 3}, "prediction_alignment_steps", "only 1"),
-    ({"device": "tpu"}, "device", "not allowed"),
-    ({"model_path": None}, "model_path", "required"),
-    ({"model_type": "generator"}, "model_type", "not allowed"),
-    ({"read_format": "feather"}, "read_format", "not allowed"),
-    ({"contex_length": 4}, "contex_length", "context_length"),
-])
+@pytest.mark.parametrize(
+    ("fields", "where", "message"),
+    [
+        ({"autoregressive": True}, "generation_steps", "required"),
+        ({"generation_steps": 3}, "generation_steps", "only applies"),
+        ({"autoregressive": True, "generation_steps": 0}, "generation_steps", "at least 1"),
+        ({"model_type": "embedding", "output_probabilities": True}, "output_probabilities", "generative"),
+        ({"model_type": "embedding", "autoregressive": True, "generation_steps": 2}, "autoregressive", "generative"),
+        ({"inference_batch_size": 0}, "inference_batch_size", "at least 1"),
+        ({"data_path": None}, "data_path", "metadata_config_path"),
+        ({"window_stride": 0}, "window_stride", "at least 1"),
+        ({"window_stride": 2, "autoregressive": True, "generation_steps": 2}, "window_stride", "single-step"),
+        ({"prediction_alignment_steps": 3}, "prediction_alignment_steps", "only 1"),
+        ({"device": "tpu"}, "device", "not allowed"),
+        ({"model_path": None}, "model_path", "required"),
+        ({"model_type": "generator"}, "model_type", "not allowed"),
+        ({"read_format": "feather"}, "read_format", "not allowed"),
+        ({"contex_length": 4}, "contex_length", "context_length"),
+    ],
+)
 def test_refused_combinations_name_the_field(tmp_path: Path, fields: dict, where: str, message: str):
     with pytest.raises(UserError) as caught:
         _load(tmp_path, **fields)

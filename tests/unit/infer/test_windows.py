@@ -8,8 +8,12 @@ from sequifier.data.stored import StoredWindows
 from sequifier.infer.rows import label_rows
 from sequifier.infer.windows import generation_start, model_inputs, view_starts
 
-CONTRACT = {"context_length": 4, "target_offset": 1, "input_columns": ["event"],
-            "columns": {"event": {"kind": "categorical"}}}
+CONTRACT = {
+    "context_length": 4,
+    "target_offset": 1,
+    "input_columns": ["event"],
+    "columns": {"event": {"kind": "categorical"}},
+}
 
 
 def _windows() -> StoredWindows:
@@ -18,9 +22,15 @@ def _windows() -> StoredWindows:
     Window 0's split ends before its last item; window 1 begins with 5 slots of left padding.
     """
     values = np.arange(8)[None, :] + 10 * np.arange(2)[:, None]
-    return StoredWindows({"event": values}, sequence_ids=np.array([7, 8]), subsequence_ids=np.array([0, 2]),
-                         start_item_positions=np.array([50, 100]), left_pad_lengths=np.array([0, 5]),
-                         split_start_item_positions=np.array([0, 100]), split_end_item_positions=np.array([57, 108]))
+    return StoredWindows(
+        {"event": values},
+        sequence_ids=np.array([7, 8]),
+        subsequence_ids=np.array([0, 2]),
+        start_item_positions=np.array([50, 100]),
+        left_pad_lengths=np.array([0, 5]),
+        split_start_item_positions=np.array([0, 100]),
+        split_end_item_positions=np.array([57, 108]),
+    )
 
 
 def test_the_default_view_is_right_aligned_and_a_stride_adds_earlier_views():

@@ -5,15 +5,26 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sequifier.config.schema import ArchitectureConfig, AttentionConfig, FeedForwardConfig, NormalizationConfig, PositionEncodingConfig
+from sequifier.config.schema import (
+    ArchitectureConfig,
+    AttentionConfig,
+    FeedForwardConfig,
+    NormalizationConfig,
+    PositionEncodingConfig,
+)
 from sequifier.model.attention import SelfAttention
 from sequifier.model.backbone import Backbone
 from sequifier.model.positions import RotaryEmbedding
 
 
 def architecture(**changes) -> ArchitectureConfig:
-    values = dict(dim_model=16, num_layers=2, attention=AttentionConfig(n_heads=4), feed_forward=FeedForwardConfig(dim=32),
-                  position_encoding=PositionEncodingConfig(type="rope"))
+    values = dict(
+        dim_model=16,
+        num_layers=2,
+        attention=AttentionConfig(n_heads=4),
+        feed_forward=FeedForwardConfig(dim=32),
+        position_encoding=PositionEncodingConfig(type="rope"),
+    )
     values.update(changes)
     return ArchitectureConfig(**values)
 
@@ -68,8 +79,13 @@ def test_shared_layer_groups_share_tensors_and_cut_parameters():
 @pytest.mark.parametrize("activation", ["swiglu", "geglu", "gelu", "relu", "silu"])
 def test_every_normalization_and_activation_trains(norm, norm_first, activation):
     torch.manual_seed(1)
-    backbone = Backbone(architecture(normalization=NormalizationConfig(type=norm, norm_first=norm_first),
-                                     feed_forward=FeedForwardConfig(dim=32, activation=activation)), 8)
+    backbone = Backbone(
+        architecture(
+            normalization=NormalizationConfig(type=norm, norm_first=norm_first),
+            feed_forward=FeedForwardConfig(dim=32, activation=activation),
+        ),
+        8,
+    )
     head = torch.nn.Linear(16, 1)
     optimizer = torch.optim.Adam(list(backbone.parameters()) + list(head.parameters()), lr=3e-3)
     x = torch.randn(32, 8, 16)

@@ -11,8 +11,11 @@ from sequifier.model.backbone import Backbone
 def make_backbone(position: str = "rope") -> Backbone:
     torch.manual_seed(0)
     architecture = ArchitectureConfig(
-        dim_model=16, num_layers=2, attention=AttentionConfig(n_heads=4),
-        feed_forward=FeedForwardConfig(dim=32), position_encoding=PositionEncodingConfig(type=position),
+        dim_model=16,
+        num_layers=2,
+        attention=AttentionConfig(n_heads=4),
+        feed_forward=FeedForwardConfig(dim=32),
+        position_encoding=PositionEncodingConfig(type=position),
     )
     return Backbone(architecture, max_length=12).eval()
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REFERENCE_DIR, tiny_train_config
 from torch import nn
 
-from conftest import REFERENCE_DIR, tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
@@ -21,12 +21,16 @@ from sequifier.model.ingestion.composite import BranchMerge
 from sequifier.model.ingestion.embedding import feature_widths
 from sequifier.model.network import build_network
 
-CARDINALITIES = [ColumnSpec("small", "categorical", 7), ColumnSpec("medium", "categorical", 43),
-                 ColumnSpec("large", "categorical", 153)]
+CARDINALITIES = [
+    ColumnSpec("small", "categorical", 7),
+    ColumnSpec("medium", "categorical", 43),
+    ColumnSpec("large", "categorical", 153),
+]
 
 
-@pytest.mark.parametrize("output_dim, widths_in_3x",
-                         [(32, [7, 11, 14]), (29, [6, 10, 13]), (18, [4, 6, 8]), (7, [2, 2, 3])])
+@pytest.mark.parametrize(
+    "output_dim, widths_in_3x", [(32, [7, 11, 14]), (29, [6, 10, 13]), (18, [4, 6, 8]), (7, [2, 2, 3])]
+)
 def test_categorical_widths_follow_log_cardinality_with_two_each_at_least(output_dim, widths_in_3x):
     widths = feature_widths(CARDINALITIES, output_dim, None, "ingestion")
     assert list(widths.values()) == widths_in_3x
@@ -60,8 +64,9 @@ def test_an_unlisted_categorical_target_predicts_other_but_not_unknown_or_mask()
     assert decoder.heads["event"].out_features == len(ids)
 
 
-@pytest.mark.parametrize("listed, special_ids",
-                         [([], set()), (["unknown", "other", "mask"], {0, 1, 2}), (["mask"], {2})])
+@pytest.mark.parametrize(
+    "listed, special_ids", [([], set()), (["unknown", "other", "mask"], {0, 1, 2}), (["mask"], {2})]
+)
 def test_listed_special_tokens_are_exactly_the_predictable_ones(listed, special_ids):
     decoder = build({"categorical_decoder_special_tokens": {"event": listed}}).interfaces["default"].decoder
     assert set(decoder.class_ids("event").tolist()) & {0, 1, 2} == special_ids

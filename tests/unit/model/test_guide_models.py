@@ -16,13 +16,22 @@ from sequifier.model.network import build_network
 GUIDE = Path(__file__).resolve().parents[2] / "fixtures" / "guide"
 
 
-@pytest.mark.parametrize("example, interface", [("train-singleton.yaml", "default"), ("train-canonical.yaml", "event_prediction")])
+@pytest.mark.parametrize(
+    "example, interface", [("train-singleton.yaml", "default"), ("train-canonical.yaml", "event_prediction")]
+)
 def test_guide_model_builds_as_described(example: str, interface: str):
     data = yaml.safe_load((GUIDE / example).read_text())
     data["device"] = "cpu"  # the examples ask for cuda; this machine has none
     config = canonical_config(data)
     event = ColumnSpec("event", "categorical", 15)
-    spec = RunSpec(config=config, model_name="guide", parts=(), columns={interface: {"event": event}}, project_root=Path("."), run_dir=Path("."))
+    spec = RunSpec(
+        config=config,
+        model_name="guide",
+        parts=(),
+        columns={interface: {"event": event}},
+        project_root=Path("."),
+        run_dir=Path("."),
+    )
     network = build_network(spec.network)
     backbone = network.backbone
     assert len(backbone.layers) == 6

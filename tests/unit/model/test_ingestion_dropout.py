@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from conftest import REFERENCE_DIR, tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.model.network import build_network
@@ -51,18 +51,29 @@ def test_leaf_dropout_defaults_to_none():
 
 
 def test_a_composite_accepts_dropout_and_applies_nothing():
-    composite = {"type": "composite", "dropout": 0.5, "merge": {"type": "concat"}, "branches": {
-        "categories": leaf(columns=["event", "channel"], output_dim=12, feature_embedding_dims=CATEGORY_WIDTHS),
-        "amount": leaf(columns=["amount"], output_dim=4, feature_embedding_dims={"amount": 4})}}
+    composite = {
+        "type": "composite",
+        "dropout": 0.5,
+        "merge": {"type": "concat"},
+        "branches": {
+            "categories": leaf(columns=["event", "channel"], output_dim=12, feature_embedding_dims=CATEGORY_WIDTHS),
+            "amount": leaf(columns=["amount"], output_dim=4, feature_embedding_dims={"amount": 4}),
+        },
+    }
     module = ingestion(composite)
     with torch.no_grad():
         torch.testing.assert_close(module.train()(INPUTS), module.eval()(INPUTS))
 
 
 def test_a_branch_inside_a_composite_drops_out_only_its_own_part():
-    composite = {"type": "composite", "merge": {"type": "concat"}, "branches": {
-        "categories": leaf(columns=["event", "channel"], output_dim=12, feature_embedding_dims=CATEGORY_WIDTHS),
-        "amount": leaf(0.5, columns=["amount"], output_dim=4, feature_embedding_dims={"amount": 4})}}
+    composite = {
+        "type": "composite",
+        "merge": {"type": "concat"},
+        "branches": {
+            "categories": leaf(columns=["event", "channel"], output_dim=12, feature_embedding_dims=CATEGORY_WIDTHS),
+            "amount": leaf(0.5, columns=["amount"], output_dim=4, feature_embedding_dims={"amount": 4}),
+        },
+    }
     module = ingestion(composite).train()
     with torch.no_grad():
         output = module(INPUTS)

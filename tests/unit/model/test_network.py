@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import REFERENCE_DIR, tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
@@ -29,9 +29,15 @@ def two_datasets(shared_interface: bool) -> dict:
     dataset = config.pop("dataset")
     config["dataset_training"] = {
         "a": {"model_interface": "first", "parts": {"p": dataset["part"]}, "criterion": dataset["criterion"]},
-        "b": {"model_interface": "first" if shared_interface else "second", "parts": {"p": dataset["part"]}, "criterion": dataset["criterion"]},
+        "b": {
+            "model_interface": "first" if shared_interface else "second",
+            "parts": {"p": dataset["part"]},
+            "criterion": dataset["criterion"],
+        },
     }
-    config["training_plan"] = {"phases": [{"name": "train", "epochs": 1, "sources": [{"source": "a"}, {"source": "b"}]}]}
+    config["training_plan"] = {
+        "phases": [{"name": "train", "epochs": 1, "sources": [{"source": "a"}, {"source": "b"}]}]
+    }
     return config
 
 
@@ -51,13 +57,18 @@ def test_two_interfaces_have_distinct_weights_around_one_backbone():
 def composite_config() -> dict:
     config = tiny_train_config()
     config["model"]["interface"]["ingestion"] = {
-        "type": "composite", "output_dim": 24,
+        "type": "composite",
+        "output_dim": 24,
         "branches": {
             "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 12},
-            "nested": {"type": "composite", "output_dim": 8, "branches": {
-                "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 6},
-                "event_again": {"type": "embedding", "columns": ["event"], "output_dim": 4},
-            }},
+            "nested": {
+                "type": "composite",
+                "output_dim": 8,
+                "branches": {
+                    "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 6},
+                    "event_again": {"type": "embedding", "columns": ["event"], "output_dim": 4},
+                },
+            },
         },
         "allow_shared_columns": True,
         "merge": {"type": "concat"},
@@ -71,16 +82,32 @@ def test_composite_tree_resolves_widths_and_projects_to_dim_model():
     ingestion = interface.ingestion
     assert set(ingestion.branches) == {"categories", "nested"}
     assert ingestion.merge.in_features == 12 + 8 and ingestion.merge.out_features == 24
-    assert ingestion.branches["nested"].merge.in_features == 6 + 4 and ingestion.branches["nested"].merge.out_features == 8
+    assert (
+        ingestion.branches["nested"].merge.in_features == 6 + 4 and ingestion.branches["nested"].merge.out_features == 8
+    )
     assert interface.adapter.in_features == 24 and interface.adapter.out_features == 16
-    inputs = {"event": torch.randint(3, 15, (2, 8)), "channel": torch.randint(3, 6, (2, 8)), "amount": torch.randn(2, 8)}
+    inputs = {
+        "event": torch.randint(3, 15, (2, 8)),
+        "channel": torch.randint(3, 6, (2, 8)),
+        "amount": torch.randn(2, 8),
+    }
     outputs = network("default", inputs, None)
     assert outputs["event"].shape == (2, 8, 13) and outputs["amount"].shape == (2, 8)  # 12 values + [other]
 
 
 def test_every_parameter_has_a_semantic_group():
     groups = parameter_groups(build(composite_config()))
-    assert {"attention.qkv", "attention.output", "feed_forward.up", "feed_forward.down", "normalization", "embedding", "merge", "adapter", "decoder"} <= set(groups.values())
+    assert {
+        "attention.qkv",
+        "attention.output",
+        "feed_forward.up",
+        "feed_forward.down",
+        "normalization",
+        "embedding",
+        "merge",
+        "adapter",
+        "decoder",
+    } <= set(groups.values())
     assert groups["interfaces.default.ingestion.merge.weight"] == "merge"
     assert groups["backbone.layers.0.attention.qkv.weight"] == "attention.qkv"
 
@@ -102,7 +129,9 @@ def test_the_same_initialization_seed_gives_the_same_weights_whatever_the_run_se
     config = seeded(composite_config(), backbone_seed=7, branch_seed=9)
     a, b = state(build(config, seed=1)), state(build(config, seed=2))
     assert all(torch.equal(a[k], b[k]) for k in a if ".decoder." not in k)
-    assert not torch.equal(a["interfaces.default.decoder.heads.event.weight"], b["interfaces.default.decoder.heads.event.weight"])
+    assert not torch.equal(
+        a["interfaces.default.decoder.heads.event.weight"], b["interfaces.default.decoder.heads.event.weight"]
+    )
 
 
 def test_seeded_weights_do_not_depend_on_the_order_of_construction():
@@ -123,19 +152,30 @@ def test_different_branch_paths_get_different_weights():
     second_config = copy.deepcopy(config)
     nested = second_config["model"]["interface"]["ingestion"]["branches"]["nested"]["branches"]
     nested["amount_renamed"] = nested.pop("amount")
-    second = state(build(second_config))["interfaces.default.ingestion.branches.nested.branches.amount_renamed.embeddings.amount.weight"]
+    second = state(build(second_config))[
+        "interfaces.default.ingestion.branches.nested.branches.amount_renamed.embeddings.amount.weight"
+    ]
     assert not torch.equal(first, second)
 
 
 def test_an_omitted_seed_follows_the_run_seed():
     config = composite_config()
-    assert torch.equal(state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"], state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"])
-    assert not torch.equal(state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"], state(build(config, seed=4))["backbone.layers.0.attention.qkv.weight"])
+    assert torch.equal(
+        state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"],
+        state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"],
+    )
+    assert not torch.equal(
+        state(build(config, seed=3))["backbone.layers.0.attention.qkv.weight"],
+        state(build(config, seed=4))["backbone.layers.0.attention.qkv.weight"],
+    )
 
 
 def test_initialization_overrides_inherit_down_the_tree():
     config = composite_config()
-    config["model"]["backbone"]["initialization"] = {"attention.qkv": {"weight": {"method": "zeros"}}, "feed_forward.up": {"bias": {"method": "ones"}}}
+    config["model"]["backbone"]["initialization"] = {
+        "attention.qkv": {"weight": {"method": "zeros"}},
+        "feed_forward.up": {"bias": {"method": "ones"}},
+    }
     ingestion = config["model"]["interface"]["ingestion"]
     ingestion["initialization"] = {"embedding": {"weight": {"method": "ones"}}, "merge": {"bias": {"method": "zeros"}}}
     ingestion["branches"]["nested"]["initialization"] = {"embedding": {"weight": {"method": "zeros"}}}

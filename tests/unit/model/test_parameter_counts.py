@@ -11,8 +11,8 @@ import copy
 from pathlib import Path
 
 import pytest
-
 from conftest import REFERENCE_DIR
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.model.network import build_network
@@ -27,76 +27,158 @@ def singleton(architecture: dict, interface: dict, context_length: int = 16) -> 
         "model_name": "pinned",
         "device": "cpu",
         "seed": 1010,
-        "global_training": {"training_objective": "causal", "context_length": context_length,
-                            "batch_size": 64, "inference_batch_size": 64, "learning_rate": 0.0001},
+        "global_training": {
+            "training_objective": "causal",
+            "context_length": context_length,
+            "batch_size": 64,
+            "inference_batch_size": 64,
+            "learning_rate": 0.0001,
+        },
         "model": {"backbone": {"architecture": architecture}, "interface": interface},
-        "dataset": {"part": {"metadata_config_path": "configs/metadata_configs/events.json"},
-                    "criterion": {t: CRITERIA[t] for t in interface["target_columns"]}},
+        "dataset": {
+            "part": {"metadata_config_path": "configs/metadata_configs/events.json"},
+            "criterion": {t: CRITERIA[t] for t in interface["target_columns"]},
+        },
         "training_plan": {"epochs": 1},
         "evaluation": True,
     }
 
 
 GUIDE_ARCHITECTURE = {
-    "dim_model": 128, "max_context_length": 512, "num_layers": 6,
+    "dim_model": 128,
+    "max_context_length": 512,
+    "num_layers": 6,
     "attention": {"type": "mha", "n_heads": 8, "n_kv_heads": 8, "output_projection": True},
-    "feed_forward": {"dim": 512, "activation": "swiglu"}, "normalization": {"type": "rmsnorm", "norm_first": True},
-    "position_encoding": {"type": "rope", "theta": 10000}, "dropout": 0.1, "shared_layer_groups": [],
+    "feed_forward": {"dim": 512, "activation": "swiglu"},
+    "normalization": {"type": "rmsnorm", "norm_first": True},
+    "position_encoding": {"type": "rope", "theta": 10000},
+    "dropout": 0.1,
+    "shared_layer_groups": [],
 }
 
 PINNED = {
     # The train guide's singleton model: rope, no attention biases, [other] predictable by default.
-    "guide_singleton": (singleton(GUIDE_ARCHITECTURE, {
-        "input_columns": ["event"], "target_columns": ["event"],
-        "ingestion": {"type": "embedding", "output_dim": 128},
-        "decoder": {"type": "linear", "prediction_length": 1, "support": 1},
-    }), 1585037),
+    "guide_singleton": (
+        singleton(
+            GUIDE_ARCHITECTURE,
+            {
+                "input_columns": ["event"],
+                "target_columns": ["event"],
+                "ingestion": {"type": "embedding", "output_dim": 128},
+                "decoder": {"type": "linear", "prediction_length": 1, "support": 1},
+            },
+        ),
+        1585037,
+    ),
     # Learned positions default to per_feature: one table of context_length rows per input column.
-    "learned_per_feature_mixed": (singleton({
-        "dim_model": 32, "max_context_length": 40, "num_layers": 2, "attention": {"type": "mha", "n_heads": 4},
-        "feed_forward": {"dim": 64, "activation": "swiglu"},
-    }, {
-        "input_columns": ["event", "channel", "amount", "delay"], "target_columns": ["event", "amount"],
-        "ingestion": {"type": "embedding", "output_dim": 32, "dropout": 0.1,
-                      "feature_embedding_dims": {"event": 12, "channel": 8, "amount": 6, "delay": 6}},
-        "decoder": {"type": "linear", "prediction_length": 2},
-    }), 22186),
+    "learned_per_feature_mixed": (
+        singleton(
+            {
+                "dim_model": 32,
+                "max_context_length": 40,
+                "num_layers": 2,
+                "attention": {"type": "mha", "n_heads": 4},
+                "feed_forward": {"dim": 64, "activation": "swiglu"},
+            },
+            {
+                "input_columns": ["event", "channel", "amount", "delay"],
+                "target_columns": ["event", "amount"],
+                "ingestion": {
+                    "type": "embedding",
+                    "output_dim": 32,
+                    "dropout": 0.1,
+                    "feature_embedding_dims": {"event": 12, "channel": 8, "amount": 6, "delay": 6},
+                },
+                "decoder": {"type": "linear", "prediction_length": 2},
+            },
+        ),
+        22186,
+    ),
     # Categorical widths by log-cardinality, an adapter to dim_model, explicit special tokens.
-    "gqa_gelu_layernorm_postnorm_sinusoidal": (singleton({
-        "dim_model": 32, "num_layers": 2,
-        "attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 2, "output_projection": False},
-        "feed_forward": {"dim": 48, "activation": "gelu"}, "normalization": {"type": "layer_norm", "norm_first": False},
-        "position_encoding": {"type": "sinusoidal"},
-    }, {
-        "input_columns": ["event", "channel"], "target_columns": ["event", "channel"],
-        "categorical_decoder_special_tokens": {"channel": []},
-        "ingestion": {"type": "embedding", "output_dim": 24}, "decoder": {"type": "linear", "prediction_length": 1},
-    }), 12254),
+    "gqa_gelu_layernorm_postnorm_sinusoidal": (
+        singleton(
+            {
+                "dim_model": 32,
+                "num_layers": 2,
+                "attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 2, "output_projection": False},
+                "feed_forward": {"dim": 48, "activation": "gelu"},
+                "normalization": {"type": "layer_norm", "norm_first": False},
+                "position_encoding": {"type": "sinusoidal"},
+            },
+            {
+                "input_columns": ["event", "channel"],
+                "target_columns": ["event", "channel"],
+                "categorical_decoder_special_tokens": {"channel": []},
+                "ingestion": {"type": "embedding", "output_dim": 24},
+                "decoder": {"type": "linear", "prediction_length": 1},
+            },
+        ),
+        12254,
+    ),
     # Global learned positions (max_context_length rows), nested composite merges, an mlp decoder over support 2.
-    "composite_global_mlp_support": (singleton({
-        "dim_model": 48, "max_context_length": 24, "num_layers": 2, "attention": {"type": "mqa", "n_heads": 4},
-        "feed_forward": {"dim": 96, "activation": "relu"}, "normalization": {"type": "rmsnorm", "norm_first": True},
-        "position_encoding": {"type": "learned"}, "positional_encoding_scope": "global",
-    }, {
-        "input_columns": ["event", "channel", "amount", "delay"], "target_columns": ["event", "delay"],
-        "ingestion": {"type": "composite", "output_dim": 40, "merge": {"type": "concat"}, "branches": {
-            "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 20},
-            "reals": {"type": "composite", "output_dim": 16, "merge": {"type": "sum"}, "branches": {
-                "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 16},
-                "delay": {"type": "embedding", "columns": ["delay"], "output_dim": 8}}}}},
-        "decoder": {"type": "mlp", "prediction_length": 3, "support": 2, "hidden_dims": [64, 32]},
-    }), 44250),
+    "composite_global_mlp_support": (
+        singleton(
+            {
+                "dim_model": 48,
+                "max_context_length": 24,
+                "num_layers": 2,
+                "attention": {"type": "mqa", "n_heads": 4},
+                "feed_forward": {"dim": 96, "activation": "relu"},
+                "normalization": {"type": "rmsnorm", "norm_first": True},
+                "position_encoding": {"type": "learned"},
+                "positional_encoding_scope": "global",
+            },
+            {
+                "input_columns": ["event", "channel", "amount", "delay"],
+                "target_columns": ["event", "delay"],
+                "ingestion": {
+                    "type": "composite",
+                    "output_dim": 40,
+                    "merge": {"type": "concat"},
+                    "branches": {
+                        "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 20},
+                        "reals": {
+                            "type": "composite",
+                            "output_dim": 16,
+                            "merge": {"type": "sum"},
+                            "branches": {
+                                "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 16},
+                                "delay": {"type": "embedding", "columns": ["delay"], "output_dim": 8},
+                            },
+                        },
+                    },
+                },
+                "decoder": {"type": "mlp", "prediction_length": 3, "support": 2, "hidden_dims": [64, 32]},
+            },
+        ),
+        44250,
+    ),
     # Shared layers (one set of weights per group), per-feature positions in composite leaves.
-    "shared_layers_composite_per_feature": (singleton({
-        "dim_model": 32, "num_layers": 4, "attention": {"type": "mha", "n_heads": 2},
-        "feed_forward": {"dim": 40, "activation": "swiglu"}, "shared_layer_groups": [[0, 1], [2, 3]],
-    }, {
-        "input_columns": ["event", "channel", "amount"], "target_columns": ["channel", "amount"],
-        "ingestion": {"type": "composite", "branches": {
-            "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 21},
-            "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 7}}},
-        "decoder": {"type": "linear", "prediction_length": 1},
-    }, context_length=12), 17933),
+    "shared_layers_composite_per_feature": (
+        singleton(
+            {
+                "dim_model": 32,
+                "num_layers": 4,
+                "attention": {"type": "mha", "n_heads": 2},
+                "feed_forward": {"dim": 40, "activation": "swiglu"},
+                "shared_layer_groups": [[0, 1], [2, 3]],
+            },
+            {
+                "input_columns": ["event", "channel", "amount"],
+                "target_columns": ["channel", "amount"],
+                "ingestion": {
+                    "type": "composite",
+                    "branches": {
+                        "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 21},
+                        "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 7},
+                    },
+                },
+                "decoder": {"type": "linear", "prediction_length": 1},
+            },
+            context_length=12,
+        ),
+        17933,
+    ),
 }
 
 

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import REFERENCE_DIR, tiny_train_config
 from torch import nn
 
-from conftest import REFERENCE_DIR, tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
@@ -18,8 +18,9 @@ CONTEXT = 8
 ARCH = "model.backbone.architecture"
 
 
-def network(position: str, scope: str | None = None, max_context_length: int | None = None,
-            ingestion: dict | None = None):
+def network(
+    position: str, scope: str | None = None, max_context_length: int | None = None, ingestion: dict | None = None
+):
     config = tiny_train_config()
     architecture = config["model"]["backbone"]["architecture"]
     architecture["position_encoding"] = {"type": position}
@@ -42,14 +43,20 @@ def test_learned_positions_default_to_a_table_per_input_column_of_context_length
     built = network("learned", max_context_length=32)
     ingestion = built.interfaces["default"].ingestion
     assert {name: tuple(table.weight.shape) for name, table in ingestion.positions.items()} == {
-        "event": (CONTEXT, 8), "channel": (CONTEXT, 4), "amount": (CONTEXT, 4)}
+        "event": (CONTEXT, 8),
+        "channel": (CONTEXT, 4),
+        "amount": (CONTEXT, 4),
+    }
     assert position_tables(built.backbone) == {}
 
 
 def test_a_per_feature_position_is_added_to_its_columns_embedding_at_each_slot():
     ingestion = network("learned").interfaces["default"].ingestion
-    inputs = {"event": torch.full((1, CONTEXT), 5), "channel": torch.full((1, CONTEXT), 3),
-              "amount": torch.zeros(1, CONTEXT)}
+    inputs = {
+        "event": torch.full((1, CONTEXT), 5),
+        "channel": torch.full((1, CONTEXT), 3),
+        "amount": torch.zeros(1, CONTEXT),
+    }
     with torch.no_grad():
         output = ingestion(inputs)[0]
         event_part = output[:, :8]
@@ -84,10 +91,20 @@ def test_rope_adds_no_position_table_whatever_the_scope(scope):
 
 
 def test_per_feature_positions_live_in_composite_leaves_not_in_merges():
-    composite = {"type": "composite", "merge": {"type": "sum"}, "output_dim": 16, "branches": {
-        "categories": {"type": "embedding", "columns": ["event", "channel"], "output_dim": 12,
-                       "feature_embedding_dims": {"event": 8, "channel": 4}},
-        "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 6}}}
+    composite = {
+        "type": "composite",
+        "merge": {"type": "sum"},
+        "output_dim": 16,
+        "branches": {
+            "categories": {
+                "type": "embedding",
+                "columns": ["event", "channel"],
+                "output_dim": 12,
+                "feature_embedding_dims": {"event": 8, "channel": 4},
+            },
+            "amount": {"type": "embedding", "columns": ["amount"], "output_dim": 6},
+        },
+    }
     ingestion = network("learned", ingestion=composite).interfaces["default"].ingestion
     assert position_tables(ingestion) == {
         "branches.categories.positions.event.weight": (CONTEXT, 8),

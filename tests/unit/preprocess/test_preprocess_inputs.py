@@ -7,12 +7,17 @@ import pyarrow as pa
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 import pytest
+from reference_helpers import (
+    REFERENCE_DIR,
+    assert_same_windows,
+    load_sorted_split,
+    make_project,
+    read_json,
+    reference_config,
+)
 
 import sequifier.preprocess.groups as groups_module
 import sequifier.preprocess.sources as sources_module
-from reference_helpers import (
-    REFERENCE_DIR, assert_same_windows, load_sorted_split, make_project, read_json, reference_config,
-)
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.preprocess import run_preprocess
 
@@ -112,14 +117,24 @@ def test_max_rows_reads_the_first_rows_across_files(tmp_path, monkeypatch, capsy
 
 
 def test_types_are_unified_across_files(tmp_path, monkeypatch):
-    first = pa.table({"sequenceId": [1] * 4, "itemPosition": [0, 1, 2, 3], "amount": [1, 2, 3, 4], "kind": ["a", "b", "a", "b"]})
-    second = pa.table({"sequenceId": [2] * 4, "itemPosition": [0, 1, 2, 3], "amount": [0.5, 1.5, 2.5, 3.5],
-                       "kind": pa.array(["b", "c", "b", "c"]).dictionary_encode()})
+    first = pa.table(
+        {"sequenceId": [1] * 4, "itemPosition": [0, 1, 2, 3], "amount": [1, 2, 3, 4], "kind": ["a", "b", "a", "b"]}
+    )
+    second = pa.table(
+        {
+            "sequenceId": [2] * 4,
+            "itemPosition": [0, 1, 2, 3],
+            "amount": [0.5, 1.5, 2.5, 3.5],
+            "kind": pa.array(["b", "c", "b", "c"]).dictionary_encode(),
+        }
+    )
     folder = tmp_path / "data" / "mixed"
     folder.mkdir(parents=True)
     pq.write_table(first, folder / "a.parquet")
     pq.write_table(second, folder / "b.parquet")
-    metadata = preprocess(tmp_path, monkeypatch, "data/mixed", selected_columns=None, window_length=2, split_ratios=[1.0])
+    metadata = preprocess(
+        tmp_path, monkeypatch, "data/mixed", selected_columns=None, window_length=2, split_ratios=[1.0]
+    )
     assert metadata["column_data_types"] == {"amount": "Float64", "kind": "Int64"}
     assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
 
@@ -129,8 +144,15 @@ def test_shards_with_several_cores_hold_the_same_windows(write_format, tmp_path,
     monkeypatch.setattr(groups_module, "GROUP_ROWS", 1000)
     (tmp_path / "data").mkdir()
     pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
-    metadata = preprocess(tmp_path, monkeypatch, "data/events.parquet", write_format=write_format, merge_output=False,
-                          n_cores=2, batches_per_file=2)
+    metadata = preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/events.parquet",
+        write_format=write_format,
+        merge_output=False,
+        n_cores=2,
+        batches_per_file=2,
+    )
     folder = tmp_path / metadata["split_paths"][0]
     described = read_json(folder / "metadata.json")
     names = [entry["path"] for entry in described["batch_files"]]

@@ -11,12 +11,19 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 import yaml
+from reference_helpers import (
+    REFERENCE_DIR,
+    REFERENCE_PARQUET,
+    make_project,
+    preprocess_reference,
+    read_json,
+    reference_config,
+)
 
-from reference_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, read_json, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import NORMALIZATION_EPSILON
-from sequifier.preprocess import run_preprocess
 from sequifier.data.stored import load_split
+from sequifier.preprocess import run_preprocess
 
 REFERENCE_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 
@@ -57,8 +64,13 @@ def shifted_input(tmp_path) -> object:
 def test_reused_metadata_keeps_id_maps_and_statistics(tmp_path, monkeypatch):
     (tmp_path / "configs" / "metadata_configs").mkdir(parents=True)
     (tmp_path / "configs" / "metadata_configs" / "events.json").write_text(REFERENCE_METADATA.read_text())
-    metadata = preprocess(tmp_path, monkeypatch, data_file=shifted_input(tmp_path), selected_columns=None,
-                          metadata_config_path="configs/metadata_configs/events.json")
+    metadata = preprocess(
+        tmp_path,
+        monkeypatch,
+        data_file=shifted_input(tmp_path),
+        selected_columns=None,
+        metadata_config_path="configs/metadata_configs/events.json",
+    )
     earlier = read_json(REFERENCE_METADATA)
     for key in ("id_maps", "n_classes", "selected_columns_statistics", "column_data_types"):
         assert metadata[key] == earlier[key], key
@@ -104,14 +116,26 @@ def test_additional_config_paths_are_composed(tmp_path, monkeypatch):
 
 
 def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
-    table = pa.table({
-        "sequenceId": np.zeros(6, dtype=np.int64), "itemPosition": np.arange(6),
-        "kind": ["a", None, "b", "a", None, "b"], "level": pa.array(np.arange(6, dtype=np.float32)),
-    })
+    table = pa.table(
+        {
+            "sequenceId": np.zeros(6, dtype=np.int64),
+            "itemPosition": np.arange(6),
+            "kind": ["a", None, "b", "a", None, "b"],
+            "level": pa.array(np.arange(6, dtype=np.float32)),
+        }
+    )
     data = tmp_path / "small.parquet"
     pq.write_table(table, data)
-    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=None, window_length=8,
-                          split_ratios=[1.0], write_format="pt", merge_output=False)
+    metadata = preprocess(
+        tmp_path / "p",
+        monkeypatch,
+        data_file=data,
+        selected_columns=None,
+        window_length=8,
+        split_ratios=[1.0],
+        write_format="pt",
+        merge_output=False,
+    )
     assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
     shard = next((tmp_path / "p" / metadata["split_paths"][0]).glob("*.pt"))
     payload = torch.load(shard, weights_only=True)

@@ -9,12 +9,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from reference_helpers import REFERENCE_DIR, REFERENCE_PARQUET, make_project, preprocess_reference, reference_config
 
-from reference_helpers import REFERENCE_DIR, REFERENCE_PARQUET, preprocess_reference, make_project, reference_config
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
-
 
 
 def preprocess(tmp_path, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
@@ -78,8 +77,14 @@ def test_type_overrides_and_numeric_id_order(tmp_path, monkeypatch):
         {"code": [10, 9, 100, 9] * 5, "count": [1, 2, 3, 4] * 5, "flag": [True, False] * 10, "score": [0.5, 1.5] * 10},
     )
     metadata = preprocess(
-        tmp_path / "project", monkeypatch, data_file=data, selected_columns=None,
-        real_columns=["count"], categorical_columns=["score"], split_ratios=[1.0], window_length=4,
+        tmp_path / "project",
+        monkeypatch,
+        data_file=data,
+        selected_columns=None,
+        real_columns=["count"],
+        categorical_columns=["score"],
+        split_ratios=[1.0],
+        window_length=4,
     )
     assert metadata.column_data_types == {"code": "Int64", "count": "Float64", "flag": "Int64", "score": "Int64"}
     assert metadata.id_maps["code"] == {"9": 3, "10": 4, "100": 5, "[unknown]": 0, "[other]": 1}

@@ -11,12 +11,18 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import torch
+from reference_helpers import (
+    REFERENCE_DIR,
+    assert_folder_metadata_matches,
+    assert_metadata_matches,
+    assert_same_windows,
+    load_sorted_split,
+    make_project,
+    read_json,
+    reference_config,
+)
 
 import sequifier.preprocess.groups as groups_module
-from reference_helpers import (
-    REFERENCE_DIR, assert_folder_metadata_matches, assert_metadata_matches, assert_same_windows, load_sorted_split,
-    make_project, read_json, reference_config,
-)
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import read_metadata, write_metadata
 from sequifier.preprocess import run_preprocess
@@ -100,7 +106,9 @@ def test_pt_metadata_matches_reference(pt_project):
 @pytest.mark.parametrize("split", [0, 1, 2])
 def test_pt_folder_metadata_matches_reference(pt_project, split):
     name = f"events_pt-split{split}"
-    assert_folder_metadata_matches(pt_project / "data" / name, read_json(REFERENCE_DIR / "data" / name / "metadata.json"))
+    assert_folder_metadata_matches(
+        pt_project / "data" / name, read_json(REFERENCE_DIR / "data" / name / "metadata.json")
+    )
 
 
 @pytest.mark.parametrize("split", [0, 1, 2])
@@ -122,8 +130,14 @@ def test_pt_shard_payload_layout_matches_reference(pt_project):
         for column, tensor in expected["sequences"].items():
             assert payload["sequences"][column].dtype == tensor.dtype
             assert payload["sequences"][column].shape[1] == tensor.shape[1]
-        for key in ("sequence_ids", "subsequence_ids", "start_item_positions", "left_pad_lengths",
-                    "split_start_item_positions", "split_end_item_positions"):
+        for key in (
+            "sequence_ids",
+            "subsequence_ids",
+            "start_item_positions",
+            "left_pad_lengths",
+            "split_start_item_positions",
+            "split_end_item_positions",
+        ):
             assert payload[key].dtype == torch.int64 and payload[key].ndim == 1
 
 

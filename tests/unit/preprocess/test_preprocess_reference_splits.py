@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-
 from reference_helpers import (
-    SPLITS_REFERENCE_DIR, assert_folder_metadata_matches, assert_metadata_matches, assert_same_windows,
-    load_sorted_split, read_json,
+    SPLITS_REFERENCE_DIR,
+    assert_folder_metadata_matches,
+    assert_metadata_matches,
+    assert_same_windows,
+    load_sorted_split,
+    read_json,
 )
+
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.preprocess import run_preprocess
 
@@ -29,8 +33,11 @@ def splits_project(tmp_path_factory) -> Path:
         SPLITS_REFERENCE_DIR / "configs", project / "configs", ignore=shutil.ignore_patterns("metadata_configs")
     )
     (project / "data").mkdir()
-    for source, target in [("events.parquet", "events.parquet"), ("events.parquet", "events_b.parquet"),
-                           ("events_c.csv", "events_c.csv")]:
+    for source, target in [
+        ("events.parquet", "events.parquet"),
+        ("events.parquet", "events_b.parquet"),
+        ("events_c.csv", "events_c.csv"),
+    ]:
         shutil.copy(SPLITS_REFERENCE_DIR / "data" / source, project / "data" / target)
     cwd = os.getcwd()
     os.chdir(project)

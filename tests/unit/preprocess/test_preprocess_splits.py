@@ -6,11 +6,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-
 from reference_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
+
 from sequifier.config.errors import UserError
-from sequifier.preprocess.splitting import sequence_splits, split_bounds
 from sequifier.data.stored import load_split
+from sequifier.preprocess.splitting import sequence_splits, split_bounds
 
 
 def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
@@ -34,27 +34,51 @@ def test_between_sequence_puts_each_sequence_in_one_split(tmp_path, monkeypatch)
 
 def test_between_sequence_is_deterministic_for_the_seed(tmp_path, monkeypatch):
     first = split_windows(tmp_path / "a", preprocess(tmp_path / "a", monkeypatch, split_method="between_sequence"))
-    again = split_windows(tmp_path / "b", preprocess(tmp_path / "b", monkeypatch, split_method="between_sequence", n_cores=2))
-    other = split_windows(tmp_path / "c", preprocess(tmp_path / "c", monkeypatch, split_method="between_sequence", seed=7))
+    again = split_windows(
+        tmp_path / "b", preprocess(tmp_path / "b", monkeypatch, split_method="between_sequence", n_cores=2)
+    )
+    other = split_windows(
+        tmp_path / "c", preprocess(tmp_path / "c", monkeypatch, split_method="between_sequence", seed=7)
+    )
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a.sequence_ids, b.sequence_ids)
     assert set(first[1].sequence_ids.tolist()) != set(other[1].sequence_ids.tolist())
 
 
 # Assignments sequifier 3.1.1.0 wrote for these ids, ratios and seeds (one sequence of 2 items per id).
-@pytest.mark.parametrize("ids, ratios, seed, expected", [
-    pytest.param(range(20), (0.5, 0.5), 7, [1, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 1], id="by-draw"),
-    pytest.param(range(100, 130), (0.1,) * 10, 7, [int(c) for c in "308115708241311960868205300102"],
-                 id="empty-split-9-takes-the-highest-draw-of-split-0"),
-    pytest.param([154, 235, 308, 329, 416, 426, 435], (0.16, 0.03, 0.81), 6925, [2, 2, 1, 2, 0, 2, 2],
-                 id="largest-split-donates"),
-    pytest.param([154, 224, 226, 480], (0.46, 0.05, 0.09, 0.4), 2644, [1, 2, 0, 3], id="empty-splits-in-order"),
-    pytest.param([149, 301, 406, 470], (0.4, 0.25, 0.27, 0.08), 3858, [0, 1, 3, 2], id="count-tie-larger-ratio"),
-    pytest.param([169, 235, 446, 797, 798], (0.25,) * 4, 3, [0, 3, 1, 3, 2], id="full-tie-lower-index"),
-    pytest.param([0, 1, 2], (0.5, 0.3, 0.2), 7, [0, 2, 1], id="as-many-sequences-as-splits"),
-    pytest.param(range(-20, 20), (0.5, 0.5), 11, [int(c) for c in "0110011011101011000110001000010011000011"],
-                 id="negative-ids"),
-])
+@pytest.mark.parametrize(
+    "ids, ratios, seed, expected",
+    [
+        pytest.param(
+            range(20), (0.5, 0.5), 7, [1, 1, 1, 0, 0, 1, 1, 0, 0, 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 1], id="by-draw"
+        ),
+        pytest.param(
+            range(100, 130),
+            (0.1,) * 10,
+            7,
+            [int(c) for c in "308115708241311960868205300102"],
+            id="empty-split-9-takes-the-highest-draw-of-split-0",
+        ),
+        pytest.param(
+            [154, 235, 308, 329, 416, 426, 435],
+            (0.16, 0.03, 0.81),
+            6925,
+            [2, 2, 1, 2, 0, 2, 2],
+            id="largest-split-donates",
+        ),
+        pytest.param([154, 224, 226, 480], (0.46, 0.05, 0.09, 0.4), 2644, [1, 2, 0, 3], id="empty-splits-in-order"),
+        pytest.param([149, 301, 406, 470], (0.4, 0.25, 0.27, 0.08), 3858, [0, 1, 3, 2], id="count-tie-larger-ratio"),
+        pytest.param([169, 235, 446, 797, 798], (0.25,) * 4, 3, [0, 3, 1, 3, 2], id="full-tie-lower-index"),
+        pytest.param([0, 1, 2], (0.5, 0.3, 0.2), 7, [0, 2, 1], id="as-many-sequences-as-splits"),
+        pytest.param(
+            range(-20, 20),
+            (0.5, 0.5),
+            11,
+            [int(c) for c in "0110011011101011000110001000010011000011"],
+            id="negative-ids",
+        ),
+    ],
+)
 def test_sequence_splits_match_3x(ids, ratios, seed, expected):
     assert sequence_splits(np.array(list(ids), dtype=np.int64), ratios, seed).tolist() == expected
 
@@ -81,14 +105,56 @@ def test_between_sequence_needs_a_sequence_per_split():
 # Bounds sequifier 3.1.1.0 used for sequences of 1..10 items: floor(L * c) for every cumulative ratio c, in float64.
 # 0.7 + 0.2 = 0.8999999999999999 and 0.7 + 0.2 + 0.1 = 0.9999999999999999, so the last item of such a sequence
 # is in no split, and 10 * 0.8999999999999999 = 9.0 while 7 * 0.7 = 4.8999999999999995.
-@pytest.mark.parametrize("ratios, expected", [
-    ((0.7, 0.2, 0.1), [[0, 0, 0, 0], [0, 1, 1, 1], [0, 2, 2, 2], [0, 2, 3, 3], [0, 3, 4, 4], [0, 4, 5, 5],
-                       [0, 4, 6, 6], [0, 5, 7, 7], [0, 6, 8, 8], [0, 7, 9, 9]]),
-    ((0.5, 0.3, 0.2), [[0, 0, 0, 1], [0, 1, 1, 2], [0, 1, 2, 3], [0, 2, 3, 4], [0, 2, 4, 5], [0, 3, 4, 6],
-                       [0, 3, 5, 7], [0, 4, 6, 8], [0, 4, 7, 9], [0, 5, 8, 10]]),
-    ((0.25,) * 4, [[0, 0, 0, 0, 1], [0, 0, 1, 1, 2], [0, 0, 1, 2, 3], [0, 1, 2, 3, 4], [0, 1, 2, 3, 5],
-                   [0, 1, 3, 4, 6], [0, 1, 3, 5, 7], [0, 2, 4, 6, 8], [0, 2, 4, 6, 9], [0, 2, 5, 7, 10]]),
-])
+@pytest.mark.parametrize(
+    "ratios, expected",
+    [
+        (
+            (0.7, 0.2, 0.1),
+            [
+                [0, 0, 0, 0],
+                [0, 1, 1, 1],
+                [0, 2, 2, 2],
+                [0, 2, 3, 3],
+                [0, 3, 4, 4],
+                [0, 4, 5, 5],
+                [0, 4, 6, 6],
+                [0, 5, 7, 7],
+                [0, 6, 8, 8],
+                [0, 7, 9, 9],
+            ],
+        ),
+        (
+            (0.5, 0.3, 0.2),
+            [
+                [0, 0, 0, 1],
+                [0, 1, 1, 2],
+                [0, 1, 2, 3],
+                [0, 2, 3, 4],
+                [0, 2, 4, 5],
+                [0, 3, 4, 6],
+                [0, 3, 5, 7],
+                [0, 4, 6, 8],
+                [0, 4, 7, 9],
+                [0, 5, 8, 10],
+            ],
+        ),
+        (
+            (0.25,) * 4,
+            [
+                [0, 0, 0, 0, 1],
+                [0, 0, 1, 1, 2],
+                [0, 0, 1, 2, 3],
+                [0, 1, 2, 3, 4],
+                [0, 1, 2, 3, 5],
+                [0, 1, 3, 4, 6],
+                [0, 1, 3, 5, 7],
+                [0, 2, 4, 6, 8],
+                [0, 2, 4, 6, 9],
+                [0, 2, 5, 7, 10],
+            ],
+        ),
+    ],
+)
 def test_split_bounds_of_short_sequences(ratios, expected):
     assert split_bounds(np.arange(1, 11), ratios).tolist() == expected
 
@@ -98,8 +164,15 @@ def test_items_past_the_last_bound_are_in_no_split(tmp_path, monkeypatch):
     table = pa.table({"sequenceId": np.zeros(10, dtype=np.int64), "itemPosition": np.arange(10), "x": np.arange(10.0)})
     data = tmp_path / "one.parquet"
     pq.write_table(table, data)
-    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=["x"], window_length=2,
-                          split_ratios=[0.7, 0.2, 0.1], normalize_real_columns=False)
+    metadata = preprocess(
+        tmp_path / "p",
+        monkeypatch,
+        data_file=data,
+        selected_columns=["x"],
+        window_length=2,
+        split_ratios=[0.7, 0.2, 0.1],
+        normalize_real_columns=False,
+    )
     first, second, third = split_windows(tmp_path / "p", metadata, columns=("x",))
     assert set(zip(first.split_start_item_positions.tolist(), first.split_end_item_positions.tolist())) == {(0, 7)}
     assert second.columns["x"].tolist() == [[7.0, 8.0]]
@@ -108,26 +181,41 @@ def test_items_past_the_last_bound_are_in_no_split(tmp_path, monkeypatch):
 
 def cutoff_table() -> pa.Table:
     """Two sequences of 10 items; `day` counts 0..9 in the first and 5..14 in the second."""
-    return pa.table({
-        "sequenceId": np.repeat([1, 2], 10),
-        "itemPosition": np.tile(np.arange(10), 2),
-        "event": [f"e{i % 3}" for i in range(20)],
-        "day": np.concatenate([np.arange(10), np.arange(5, 15)]).astype(np.int64),
-    })
+    return pa.table(
+        {
+            "sequenceId": np.repeat([1, 2], 10),
+            "itemPosition": np.tile(np.arange(10), 2),
+            "event": [f"e{i % 3}" for i in range(20)],
+            "day": np.concatenate([np.arange(10), np.arange(5, 15)]).astype(np.int64),
+        }
+    )
 
 
 def test_value_cutoff_lower_bound_inclusive(tmp_path, monkeypatch):
     data = tmp_path / "days.parquet"
     pq.write_table(cutoff_table(), data)
     metadata = preprocess(
-        tmp_path / "project", monkeypatch, data_file=data, selected_columns=["event"], split_method="value_cutoff",
-        split_column="day", split_values=[4, 10], window_length=3, split_ratios=[0.6, 0.2, 0.2],
+        tmp_path / "project",
+        monkeypatch,
+        data_file=data,
+        selected_columns=["event"],
+        split_method="value_cutoff",
+        split_column="day",
+        split_values=[4, 10],
+        window_length=3,
+        split_ratios=[0.6, 0.2, 0.2],
     )
     assert metadata["split_column"] == "day" and metadata["split_values"] == [4, 10]
     splits = split_windows(tmp_path / "project", metadata)
     # split 0: day < 4; split 1: 4 <= day < 10; split 2: day >= 10 (positions = day - start day)
-    bounds = [sorted(set(zip(w.sequence_ids.tolist(), w.split_start_item_positions.tolist(), w.split_end_item_positions.tolist())))
-              for w in splits]
+    bounds = [
+        sorted(
+            set(
+                zip(w.sequence_ids.tolist(), w.split_start_item_positions.tolist(), w.split_end_item_positions.tolist())
+            )
+        )
+        for w in splits
+    ]
     assert bounds == [[(1, 0, 4)], [(1, 4, 10), (2, 0, 5)], [(2, 5, 10)]]
 
 
@@ -138,8 +226,15 @@ def test_value_cutoff_on_a_column_that_is_not_selected_and_unordered(tmp_path, m
     data = tmp_path / "days.parquet"
     pq.write_table(table.set_column(3, "day", pa.array(day)), data)
     metadata = preprocess(
-        tmp_path / "project", monkeypatch, data_file=data, selected_columns=["event"], split_method="value_cutoff",
-        split_column="day", split_values=[4.5], window_length=3, split_ratios=[0.5, 0.5],
+        tmp_path / "project",
+        monkeypatch,
+        data_file=data,
+        selected_columns=["event"],
+        split_method="value_cutoff",
+        split_column="day",
+        split_values=[4.5],
+        window_length=3,
+        split_ratios=[0.5, 0.5],
     )
     assert list(metadata["column_data_types"]) == ["event"]
     first, second = split_windows(tmp_path / "project", metadata)
@@ -151,10 +246,21 @@ def test_within_sequence_bounds_are_floor_of_cumulative_ratios(tmp_path, monkeyp
     table = pa.table({"sequenceId": np.zeros(10, dtype=np.int64), "itemPosition": np.arange(10), "x": np.arange(10.0)})
     data = tmp_path / "one.parquet"
     pq.write_table(table, data)
-    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=["x"], window_length=2,
-                          split_ratios=[0.55, 0.25, 0.2], normalize_real_columns=False)
+    metadata = preprocess(
+        tmp_path / "p",
+        monkeypatch,
+        data_file=data,
+        selected_columns=["x"],
+        window_length=2,
+        split_ratios=[0.55, 0.25, 0.2],
+        normalize_real_columns=False,
+    )
     splits = split_windows(tmp_path / "p", metadata, columns=("x",))
-    assert [(int(w.split_start_item_positions[0]), int(w.split_end_item_positions[0])) for w in splits] == [(0, 5), (5, 8), (8, 10)]
+    assert [(int(w.split_start_item_positions[0]), int(w.split_end_item_positions[0])) for w in splits] == [
+        (0, 5),
+        (5, 8),
+        (8, 10),
+    ]
 
 
 @pytest.mark.parametrize("method", ["within_sequence", "between_sequence"])
@@ -167,27 +273,44 @@ def test_statistics_are_fitted_on_split_zero(method, tmp_path, monkeypatch):
         fit = amount[np.isin(sequence_ids, train_sequences)]
     else:
         ids, starts, lengths = np.unique(sequence_ids, return_index=True, return_counts=True)
-        fit = np.concatenate([amount[s:s + int(np.floor(n * 0.8))] for s, n in zip(starts, lengths)])
+        fit = np.concatenate([amount[s : s + int(np.floor(n * 0.8))] for s, n in zip(starts, lengths)])
     stats = metadata["selected_columns_statistics"]["amount"]
     assert stats["mean"] == pytest.approx(fit.mean(), abs=1e-9)
     assert stats["std"] == pytest.approx(fit.std(ddof=1), abs=1e-9)
 
 
-@pytest.mark.parametrize("all_data, id_map, split_one_codes, fitted_amounts", [
-    (False, {"a": 3, "[unknown]": 0, "[other]": 1}, [[1, 1]], 7),
-    (True, {"a": 3, "b": 4, "c": 5, "q": 6, "[unknown]": 0, "[other]": 1}, [[4, 5]], 10),
-])
-def test_categorical_values_are_fitted_on_the_same_rows_as_statistics(all_data, id_map, split_one_codes, fitted_amounts,
-                                                                       tmp_path, monkeypatch):
+@pytest.mark.parametrize(
+    "all_data, id_map, split_one_codes, fitted_amounts",
+    [
+        (False, {"a": 3, "[unknown]": 0, "[other]": 1}, [[1, 1]], 7),
+        (True, {"a": 3, "b": 4, "c": 5, "q": 6, "[unknown]": 0, "[other]": 1}, [[4, 5]], 10),
+    ],
+)
+def test_categorical_values_are_fitted_on_the_same_rows_as_statistics(
+    all_data, id_map, split_one_codes, fitted_amounts, tmp_path, monkeypatch
+):
     """As in 3.x: id maps hold the values of split 0 (others become [other]), or with normalize_on_all_data the values
     of every row, even of the last item that 0.7/0.2/0.1 leaves in no split."""
     amount = np.array([1, 2, 3, 4, 5, 6, 7, 8, 9, 1000], dtype=np.float64)
-    table = pa.table({"sequenceId": np.zeros(10, dtype=np.int64), "itemPosition": np.arange(10),
-                      "event": list("aaaaaaabcq"), "amount": amount})
+    table = pa.table(
+        {
+            "sequenceId": np.zeros(10, dtype=np.int64),
+            "itemPosition": np.arange(10),
+            "event": list("aaaaaaabcq"),
+            "amount": amount,
+        }
+    )
     data = tmp_path / "one.parquet"
     pq.write_table(table, data)
-    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=data, selected_columns=["event", "amount"],
-                          window_length=2, split_ratios=[0.7, 0.2, 0.1], normalize_on_all_data=all_data)
+    metadata = preprocess(
+        tmp_path / "p",
+        monkeypatch,
+        data_file=data,
+        selected_columns=["event", "amount"],
+        window_length=2,
+        split_ratios=[0.7, 0.2, 0.1],
+        normalize_on_all_data=all_data,
+    )
     assert metadata["id_maps"]["event"] == id_map and metadata["n_classes"]["event"] == len(id_map) + 1
     assert split_windows(tmp_path / "p", metadata)[1].columns["event"].tolist() == split_one_codes
     assert metadata["selected_columns_statistics"]["amount"]["mean"] == pytest.approx(amount[:fitted_amounts].mean())

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.datasets import view_shape
@@ -17,7 +17,9 @@ from sequifier.training.engine import Trainer
 
 def two_dataset_config() -> dict:
     config = tiny_train_config(evaluation=False)
-    config["global_training"].update(context_length=16, batch_size=128, accumulation_steps=4, learning_rate=0.1, optimizer={"name": "SGD"})
+    config["global_training"].update(
+        context_length=16, batch_size=128, accumulation_steps=4, learning_rate=0.1, optimizer={"name": "SGD"}
+    )
     config["model"]["backbone"]["architecture"]["dropout"] = 0.0
     config["model"]["interfaces"] = {"default": config["model"].pop("interface")}
     dataset = config.pop("dataset")
@@ -26,7 +28,9 @@ def two_dataset_config() -> dict:
         "a": {"parts": {"p1": part, "p2": part}, "criterion": dataset["criterion"]},
         "b": {"parts": {"only": part}, "criterion": dataset["criterion"]},
     }
-    config["training_plan"] = {"phases": [{"name": "train", "epochs": 1, "sources": [{"source": "a"}, {"source": "b"}]}]}
+    config["training_plan"] = {
+        "phases": [{"name": "train", "epochs": 1, "sources": [{"source": "a"}, {"source": "b"}]}]
+    }
     return config
 
 
@@ -57,10 +61,18 @@ def test_optimizer_updates_average_the_right_microbatches(reference_project: Pat
             part = trainer.parts[(planned.dataset, planned.part)]
             chosen = trainer._batches(part, 0, 1)[planned.batch]
             interface = spec.config.model.interfaces[part.interface]
-            batch = gather_batch(part.train.windows, part.train.window_index[chosen], part.train.end_slot[chosen], view_shape(spec, part.interface),
-                                 interface.input_columns, interface.target_columns)
+            batch = gather_batch(
+                part.train.windows,
+                part.train.window_index[chosen],
+                part.train.end_slot[chosen],
+                view_shape(spec, part.interface),
+                interface.input_columns,
+                interface.target_columns,
+            )
             losses = trainer.losses[planned.dataset]
-            sums = losses.sums(reference(part.interface, batch.inputs, batch.left_pad_lengths), batch.targets, batch.target_valid)
+            sums = losses.sums(
+                reference(part.interface, batch.inputs, batch.left_pad_lengths), batch.targets, batch.target_valid
+            )
             (losses.aggregate({n: t / c for n, (t, c) in sums.items()}) / len(window)).backward()
         for name, parameter in reference.named_parameters():
             if name in grads:

@@ -5,15 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import torch
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.model.parameters import parameter_groups
 from sequifier.training.engine import Trainer
 
 
-def train_with_freeze(freeze: dict, project: Path, run_dir: Path, ingestion: dict | None = None) -> tuple[dict, dict, dict]:
+def train_with_freeze(
+    freeze: dict, project: Path, run_dir: Path, ingestion: dict | None = None
+) -> tuple[dict, dict, dict]:
     config = tiny_train_config(evaluation=False)
     if ingestion:
         config["model"]["interface"]["ingestion"] = ingestion
@@ -27,7 +29,9 @@ def train_with_freeze(freeze: dict, project: Path, run_dir: Path, ingestion: dic
 
 
 def test_frozen_groups_do_not_move_and_the_rest_trains(reference_project: Path, tmp_path: Path):
-    before, after, groups = train_with_freeze({"backbone": {"freeze": ["attention.qkv"]}, "decoder": {"freezing_except": []}}, reference_project, tmp_path)
+    before, after, groups = train_with_freeze(
+        {"backbone": {"freeze": ["attention.qkv"]}, "decoder": {"freezing_except": []}}, reference_project, tmp_path
+    )
     for name, group in groups.items():
         unchanged = torch.equal(before[name], after[name])
         if name.startswith("backbone.") and group == "attention.qkv" or group == "decoder":
@@ -37,11 +41,24 @@ def test_frozen_groups_do_not_move_and_the_rest_trains(reference_project: Path, 
 
 
 def test_branch_selectors_replace_the_inherited_decision(reference_project: Path, tmp_path: Path):
-    ingestion = {"type": "composite", "output_dim": 16, "merge": {"type": "concat"},
-                 "branches": {"cat": {"columns": ["event", "channel"], "output_dim": 8}, "num": {"columns": ["amount"], "output_dim": 6}}}
+    ingestion = {
+        "type": "composite",
+        "output_dim": 16,
+        "merge": {"type": "concat"},
+        "branches": {
+            "cat": {"columns": ["event", "channel"], "output_dim": 8},
+            "num": {"columns": ["amount"], "output_dim": 6},
+        },
+    }
     freeze = {"ingestion": {"freezing_except": [], "branches": {"num": {"freeze": []}}}}
     before, after, _ = train_with_freeze(freeze, reference_project, tmp_path, ingestion)
     prefix = "interfaces.default.ingestion"
-    assert torch.equal(before[f"{prefix}.branches.cat.embeddings.event.weight"], after[f"{prefix}.branches.cat.embeddings.event.weight"])
+    assert torch.equal(
+        before[f"{prefix}.branches.cat.embeddings.event.weight"],
+        after[f"{prefix}.branches.cat.embeddings.event.weight"],
+    )
     assert torch.equal(before[f"{prefix}.merge.weight"], after[f"{prefix}.merge.weight"])
-    assert not torch.equal(before[f"{prefix}.branches.num.embeddings.amount.weight"], after[f"{prefix}.branches.num.embeddings.amount.weight"])
+    assert not torch.equal(
+        before[f"{prefix}.branches.num.embeddings.amount.weight"],
+        after[f"{prefix}.branches.num.embeddings.amount.weight"],
+    )

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
@@ -24,7 +24,11 @@ def test_batch_loss_is_the_mean_of_per_position_losses_over_counted_positions(re
     trainer = Trainer(spec)
     # the validation windows are left-padded: train on them to see padding masked
     validation = next(iter(trainer.parts.values()))
-    part = replace(validation, spec=replace(validation.spec, train_path=validation.spec.validation_path), train=validation.validation)
+    part = replace(
+        validation,
+        spec=replace(validation.spec, train_path=validation.spec.validation_path),
+        train=validation.validation,
+    )
     chosen = torch.arange(len(part.train))
     loss, sums = trainer.batch_loss(part, chosen)
 
@@ -36,7 +40,9 @@ def test_batch_loss_is_the_mean_of_per_position_losses_over_counted_positions(re
         for name in inputs:
             inputs[name].append(part.train.windows.columns[name][window, end - 1 - context : end - 1])
     inputs = {name: torch.stack(rows) for name, rows in inputs.items()}
-    padding = (torch.tensor([int(raw.left_pad_lengths[w]) for w in windows]) - (torch.tensor(ends) - 1 - context)).clamp(min=0)
+    padding = (
+        torch.tensor([int(raw.left_pad_lengths[w]) for w in windows]) - (torch.tensor(ends) - 1 - context)
+    ).clamp(min=0)
     with torch.no_grad():
         outputs = trainer.network(part.interface, inputs, padding if bool(padding.any()) else None)
     class_ids = trainer.network.interfaces[part.interface].decoder.class_ids("event").tolist()

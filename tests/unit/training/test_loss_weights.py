@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 
 import torch
-
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.training.engine import Trainer

@@ -10,8 +10,14 @@ from sequifier.training.optimization import OptimizationLifecycle
 
 
 def lifecycle(reset: bool, step_on: str, scheduler: dict) -> OptimizationLifecycle:
-    training = GlobalTrainingConfig(context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler,
-                                    scheduler_step_on=step_on, reset_optimization_on_phase=reset)
+    training = GlobalTrainingConfig(
+        context_length=4,
+        learning_rate=0.1,
+        optimizer={"name": "AdamW"},
+        scheduler=scheduler,
+        scheduler_step_on=step_on,
+        reset_optimization_on_phase=reset,
+    )
     parameter = torch.nn.Parameter(torch.ones(3))
     return OptimizationLifecycle([parameter], training, phase_epochs=[2, 2], phase_steps=[3, 3])
 
@@ -37,9 +43,13 @@ def test_epoch_stepped_scheduler(reset, expected):
 
 
 def test_batch_stepped_scheduler_lasts_each_phase_in_reset_mode_and_the_run_in_continuous_mode():
-    reset = run_epochs(lifecycle(True, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1)
+    reset = run_epochs(
+        lifecycle(True, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1
+    )
     assert reset[:2] == pytest.approx([0.1, 0.1 * 2 / 3]) and reset[2:] == pytest.approx(reset[:2])
-    continuous = run_epochs(lifecycle(False, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1)
+    continuous = run_epochs(
+        lifecycle(False, "batch", {"name": "LinearLR", "start_factor": 1.0, "end_factor": 0.0}), steps_per_epoch=1
+    )
     assert continuous == pytest.approx([0.1 * (1 - i / 6) for i in range(4)])
 
 

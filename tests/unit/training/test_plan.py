@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 from conftest import tiny_train_config
+
 from sequifier.config.compose import canonical_config
 from sequifier.training.plan import phase_epoch
 
@@ -31,17 +32,27 @@ def order(phase: dict, seed: int = 0) -> list[tuple[str, str, int]]:
 
 def test_sequential_exhausts_each_source_in_order_and_a_dataset_part_by_part():
     assert order({"name": "s", "epochs": 1, "sources": [{"source": "b"}, {"source": "a"}]}) == (
-        [("b", "only", i) for i in range(9)] + [("a", "first", i) for i in range(3)] + [("a", "second", i) for i in range(2)]
+        [("b", "only", i) for i in range(9)]
+        + [("a", "first", i) for i in range(3)]
+        + [("a", "second", i) for i in range(2)]
     )
 
 
 def test_a_dataset_part_source_iterates_only_that_part():
-    assert order({"name": "s", "epochs": 1, "sources": [{"source": "a.second"}]}) == [("a", "second", 0), ("a", "second", 1)]
+    assert order({"name": "s", "epochs": 1, "sources": [{"source": "a.second"}]}) == [
+        ("a", "second", 0),
+        ("a", "second", 1),
+    ]
 
 
 def test_round_robin_takes_bursts_and_continues_with_the_sources_left():
-    phase = {"name": "i", "epochs": 1, "mode": "interleaved", "selection": "round_robin",
-             "sources": [{"source": "a", "batches_per_selection": 4}, {"source": "b", "batches_per_selection": 4}]}
+    phase = {
+        "name": "i",
+        "epochs": 1,
+        "mode": "interleaved",
+        "selection": "round_robin",
+        "sources": [{"source": "a", "batches_per_selection": 4}, {"source": "b", "batches_per_selection": 4}],
+    }
     expected = (
         [("a", "first", 0), ("a", "first", 1), ("a", "first", 2), ("a", "second", 0)]
         + [("b", "only", i) for i in range(4)]
@@ -53,12 +64,28 @@ def test_round_robin_takes_bursts_and_continues_with_the_sources_left():
 
 
 def test_weighted_random_exhausts_every_source_once_and_is_seed_deterministic():
-    phase = {"name": "w", "epochs": 1, "mode": "interleaved", "selection": "weighted_random",
-             "sources": [{"source": "a", "batches_per_selection": 2, "weight": 1.0}, {"source": "b", "batches_per_selection": 3, "weight": 5.0}]}
+    phase = {
+        "name": "w",
+        "epochs": 1,
+        "mode": "interleaved",
+        "selection": "weighted_random",
+        "sources": [
+            {"source": "a", "batches_per_selection": 2, "weight": 1.0},
+            {"source": "b", "batches_per_selection": 3, "weight": 5.0},
+        ],
+    }
     first = order(phase, seed=1)
-    assert Counter(first) == Counter([("a", "first", i) for i in range(3)] + [("a", "second", i) for i in range(2)] + [("b", "only", i) for i in range(9)])
+    assert Counter(first) == Counter(
+        [("a", "first", i) for i in range(3)]
+        + [("a", "second", i) for i in range(2)]
+        + [("b", "only", i) for i in range(9)]
+    )
     assert first == order(phase, seed=1)
     assert any(order(phase, seed=s) != first for s in range(2, 6))
     for dataset in ("a", "b"):
         batches = [(p, i) for d, p, i in first if d == dataset]
-        assert batches == sorted(batches, key=lambda x: (x[0] != "first", x[1])) if dataset == "a" else batches == sorted(batches)
+        assert (
+            batches == sorted(batches, key=lambda x: (x[0] != "first", x[1]))
+            if dataset == "a"
+            else batches == sorted(batches)
+        )

@@ -17,9 +17,12 @@ def test_only_in_split_items_count_and_every_predictable_class_keeps_some_probab
     values = np.array([[0, 0, 3, 4, 4], [4, 5, 5, 3, 6]])
     stored = StoredWindows(
         columns={"event": values},
-        sequence_ids=np.array([0, 1]), subsequence_ids=np.zeros(2, dtype=np.int64),
-        start_item_positions=np.array([-2, 10]), left_pad_lengths=np.array([2, 0]),
-        split_start_item_positions=np.array([0, 10]), split_end_item_positions=np.array([3, 14]),
+        sequence_ids=np.array([0, 1]),
+        subsequence_ids=np.zeros(2, dtype=np.int64),
+        start_item_positions=np.array([-2, 10]),
+        left_pad_lengths=np.array([2, 0]),
+        split_start_item_positions=np.array([0, 10]),
+        split_end_item_positions=np.array([3, 14]),
     )
     windows = to_tensors(stored, {"event"})
     seen = in_split_values(windows, "event")
