@@ -24,9 +24,13 @@ demo: $(STAMP)
 	$(BIN)/python -m sequifier.project.demo_report demo
 
 test: $(STAMP)
+	$(BIN)/ruff format --check --quiet .
+	$(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest -q
 
 test-fast: $(STAMP)
+	$(BIN)/ruff format --check --quiet .
+	$(BIN)/ruff check --quiet .
 	$(BIN)/python -m pytest -q -m "not slow"
 
 clean:

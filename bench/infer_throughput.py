@@ -138,8 +138,9 @@ def main() -> None:
         os.chdir(root)
         try:
             print(
-                f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}; "
-                f"{args.windows} windows, batch {args.batch_size}, {args.write_format} output, {torch.get_num_threads()} torch threads, {os.cpu_count()} cores"
+                f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, "
+                f"ctx {args.context}; {args.windows} windows, batch {args.batch_size}, {args.write_format} output, "
+                f"{torch.get_num_threads()} torch threads, {os.cpu_count()} cores"
             )
             for model in ("bench-last-1.onnx", "bench-last-1.pt"):
                 runs = sorted(
@@ -149,7 +150,8 @@ def main() -> None:
                 median = runs[len(runs) // 2][0]
                 print(
                     f"{Path(model).suffix[1:].upper():>4}: {args.windows / best:,.0f} windows/s best of {args.repeats} "
-                    f"({best:.2f} s end to end, CPU use {cpu / best:.2f}); median {args.windows / median:,.0f} windows/s"
+                    f"({best:.2f} s end to end, CPU use {cpu / best:.2f}); "
+                    f"median {args.windows / median:,.0f} windows/s"
                 )
         finally:
             os.chdir(cwd)

@@ -104,8 +104,9 @@ def main() -> None:
     peak = matmul_peak()
     flops = model_flops_per_token(network, args.layers, args.dim, args.context)
     print(
-        f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}, batch {args.batch_size}, "
-        f"{sum(p.numel() for p in network.parameters())} parameters, {torch.get_num_threads()} threads"
+        f"model: dim {args.dim}, {args.layers} layers, {args.heads} heads, ffn {args.ffn} swiglu, ctx {args.context}, "
+        f"batch {args.batch_size}, {sum(p.numel() for p in network.parameters())} parameters, "
+        f"{torch.get_num_threads()} threads"
     )
     print(f"tokens/s: {tokens_per_second:,.0f}")
     print(f"counted targets/s: {counted / elapsed:,.0f} (every position of a full window is a target)")

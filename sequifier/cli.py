@@ -54,7 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument(
         "--skip-metadata",
         action="store_true",
-        help="skip metadata checks before launching (jobs still read it), e.g. when submitting from a node without the data",
+        help=(
+            "skip metadata checks before launching (jobs still read it), "
+            "e.g. when submitting from a node without the data"
+        ),
     )
     train.add_argument(
         "-m",

@@ -1,4 +1,4 @@
-"""Helpers shared by the preprocess and stored-window tests: the reference fixtures, throwaway projects, shard folders."""
+"""Helpers shared by the preprocess and stored-window tests: reference fixtures, throwaway projects, shard folders."""
 
 from __future__ import annotations
 
@@ -111,7 +111,10 @@ REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 def preprocess_reference(
     root: Path, monkeypatch, data_file: Path = REFERENCE_PARQUET, randomize: bool = False, **changes
 ) -> Path:
-    """Preprocess `data_file` in a project at `root` with the reference config plus `changes`; returns the metadata path."""
+    """Preprocess `data_file` in a project at `root` with the reference config plus `changes`.
+
+    Returns the metadata path.
+    """
     from sequifier.config.preprocess import load_preprocess_config
     from sequifier.preprocess import run_preprocess
 

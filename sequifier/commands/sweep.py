@@ -67,7 +67,8 @@ def print_summary(results: list[dict[str, Any]], sweep_dir: Path) -> int:
         shown = f"{loss:.4f}" if isinstance(loss, (int, float)) else "-"
         overrides = " ".join(result.get("overrides", []))
         print(
-            f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  {result.get('model_name')}  {overrides}"
+            f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  "
+            f"{result.get('model_name')}  {overrides}"
         )
         if result.get("status") != "ok":
             print(f"      {result.get('error', '')}")

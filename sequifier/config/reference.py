@@ -93,7 +93,8 @@ def _rows(path: str, hint: Any, field: dataclasses.Field, stack: tuple[type, ...
         return
     child_path = _child_path(path, field.name, hint)
     if stack.count(cls) >= MAX_REPEATS:
-        note = f"nested deeper the same way: `{child_path}.…` takes the fields listed under `{_ancestor_example(child_path)}`"
+        ancestor = _ancestor_example(child_path)
+        note = f"nested deeper the same way: `{child_path}.…` takes the fields listed under `{ancestor}`"
         yield dataclasses.replace(row, doc=_join_doc(row.doc, note))
         return
     yield row

@@ -143,7 +143,10 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
             if CRITERIA[criterion] != dataset_columns[target].kind:
                 raise UserError(
                     f"dataset_training.{dataset_name}.criterion.{target}",
-                    f"{criterion} needs a {CRITERIA[criterion]} column, but {target!r} is {dataset_columns[target].kind}",
+                    (
+                        f"{criterion} needs a {CRITERIA[criterion]} column, "
+                        f"but {target!r} is {dataset_columns[target].kind}"
+                    ),
                 )
         for column in interface.categorical_decoder_special_tokens or {}:
             if dataset_columns[column].kind != "categorical":
@@ -161,7 +164,10 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
         if known != dataset_columns:
             raise UserError(
                 f"dataset_training.{dataset_name}.model_interface",
-                f"interface {dataset.model_interface!r} is shared with a dataset whose columns differ in kind or classes",
+                (
+                    f"interface {dataset.model_interface!r} is shared with a dataset "
+                    "whose columns differ in kind or classes"
+                ),
             )
     return RunSpec(
         config=config,
@@ -186,7 +192,10 @@ def _part_spec(
     if needed > metadata.window_length:
         raise UserError(
             "global_training.context_length",
-            f"context_length {training.context_length} + target_offset {training.target_offset} exceeds the stored window length {metadata.window_length} of {metadata_path}",
+            (
+                f"context_length {training.context_length} + target_offset {training.target_offset} "
+                f"exceeds the stored window length {metadata.window_length} of {metadata_path}"
+            ),
         )
     if evaluated and len(metadata.split_paths) < 2:
         raise UserError(where, f"part {dataset}.{part} is evaluated but {metadata_path} lists no validation split")
@@ -211,7 +220,11 @@ def _check_same_contract(first: PartSpec, other: PartSpec, where: str) -> None:
         if getattr(first.metadata, key) != getattr(other.metadata, key):
             raise UserError(
                 where,
-                f"parts {first.part!r} and {other.part!r} differ in {key} ({first.metadata_path.name} vs {other.metadata_path.name}); every part of a dataset needs the same schema, categories, normalization and window layout",
+                (
+                    f"parts {first.part!r} and {other.part!r} differ in {key} "
+                    f"({first.metadata_path.name} vs {other.metadata_path.name}); "
+                    "every part of a dataset needs the same schema, categories, normalization and window layout"
+                ),
             )
     if first.train_path.is_dir() != other.train_path.is_dir():
         raise UserError(where, f"parts {first.part!r} and {other.part!r} use different storage forms (file vs folder)")

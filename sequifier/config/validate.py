@@ -12,12 +12,15 @@ from sequifier.config.validate_model import check_model, check_selectors
 from sequifier.config.validate_training import check_global_training, check_plan_and_evaluation
 
 CRITERIA = {"CrossEntropyLoss": "categorical", "MSELoss": "real", "L1Loss": "real", "HuberLoss": "real"}
+SPLIT_PATHS_PLACE = (
+    "the metadata's split_paths, referenced by dataset_training.<name>.parts.<part>.metadata_config_path"
+)
 HISTORICAL_KEYS = {
     "training_spec": "global_training (optimization) and dataset_training.<name> (criterion, loss_weights)",
     "model_spec": "model.backbone.architecture and model.interfaces.<name>",
-    "data_path": "the metadata's split_paths, referenced by dataset_training.<name>.parts.<part>.metadata_config_path",
-    "training_data_path": "the metadata's split_paths, referenced by dataset_training.<name>.parts.<part>.metadata_config_path",
-    "validation_data_path": "the metadata's split_paths, referenced by dataset_training.<name>.parts.<part>.metadata_config_path",
+    "data_path": SPLIT_PATHS_PLACE,
+    "training_data_path": SPLIT_PATHS_PLACE,
+    "validation_data_path": SPLIT_PATHS_PLACE,
     "metadata_config_path": "dataset_training.<name>.parts.<part>.metadata_config_path",
     "input_columns": "model.interfaces.<name>.input_columns",
     "target_columns": "model.interfaces.<name>.target_columns",

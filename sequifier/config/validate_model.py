@@ -210,5 +210,8 @@ def _check_unused(node: IngestionConfig, path: str, read: set[str], inputs: set[
     if unused and not node.allow_unused_input_columns:
         problems.add(
             path,
-            f"input columns {', '.join(unused)} are read by no branch; list them in auxiliary_input_columns or set allow_unused_input_columns: true",
+            (
+                f"input columns {', '.join(unused)} are read by no branch; "
+                "list them in auxiliary_input_columns or set allow_unused_input_columns: true"
+            ),
         )

@@ -87,7 +87,10 @@ def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None
     if training.reset_optimization_on_phase:
         problems.add(
             where,
-            "do not set it for an epoch-stepped scheduler in reset mode: each phase's scheduler lasts that phase's epochs",
+            (
+                "do not set it for an epoch-stepped scheduler in reset mode: "
+                "each phase's scheduler lasts that phase's epochs"
+            ),
         )
         return
     epochs = sum(phase.epochs for phase in config.training_plan.phases)
@@ -107,7 +110,8 @@ def config_warnings(config: TrainConfig) -> list[str]:
         and EPOCH_SCHEDULE_ARGUMENT in scheduler
     ):
         return [
-            f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} applies to each phase separately (reset_optimization_on_phase is true)"
+            f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} "
+            "applies to each phase separately (reset_optimization_on_phase is true)"
         ]
     return []
 

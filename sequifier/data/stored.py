@@ -1,4 +1,4 @@
-"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet or PT shard folder) and encode the shard forms."""
+"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); encode the shard forms."""
 
 from __future__ import annotations
 
@@ -162,7 +162,10 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
 
 
 def load_split(path: Path, columns: Sequence[str], categorical: Collection[str]) -> StoredWindows:
-    """Load a split (merged file, or shard folder with metadata.json); only `columns` are materialized, `categorical` ones as int64 ids."""
+    """Load a split (merged file, or shard folder with metadata.json), materializing only `columns`.
+
+    The `categorical` ones are materialized as int64 ids.
+    """
     path = Path(path)
     if path.is_dir():
         return _windows_from_folder(path, list(columns), categorical)

@@ -108,7 +108,7 @@ def gather_batch(
     target_columns: tuple[str, ...],
     sample_valid: Tensor | None = None,
 ) -> Batch:
-    """The views' inputs and every decoded target; `sample_valid` [B] marks samples that count (rank padding does not)."""
+    """The views' inputs and every decoded target; `sample_valid` [B] marks samples that count (not rank padding)."""
     rows = window_index[:, None]
     input_start = end_slot - shape.target_offset - shape.context_length
     input_slots = input_start[:, None] + torch.arange(shape.context_length)

@@ -45,7 +45,10 @@ def model_config(network: SequifierNetwork, spec: RunSpec) -> dict[str, Any]:
 
 
 def trace_sites(network: SequifierNetwork) -> list[str]:
-    """Module names whose outputs are the network's stages (for forward hooks): ingestion, adapter, positions, layers, final norm, decoder."""
+    """Module names whose outputs are the network's stages (for forward hooks).
+
+    The stages: ingestion, adapter, positions, layers, final norm, decoder.
+    """
     sites = []
     for name in network.interfaces:
         sites += [f"interfaces.{name}.ingestion", f"interfaces.{name}.adapter"]
@@ -98,7 +101,10 @@ def read_bundle(path: Path) -> tuple[SequifierNetwork, dict[str, Any], dict[str,
     if bundle.get("format_version") != FORMAT_VERSION:
         raise UserError(
             str(path),
-            f"bundle format_version {bundle.get('format_version')!r} is not supported (this sequifier reads {FORMAT_VERSION})",
+            (
+                f"bundle format_version {bundle.get('format_version')!r} is not supported "
+                f"(this sequifier reads {FORMAT_VERSION})"
+            ),
         )
     network = rebuild_network(bundle["model_config"], f"{path}: model_config")
     network.load_state_dict(bundle["model_state_dict"])

@@ -81,7 +81,7 @@ def encode(contract: dict[str, Any]) -> str:
 
 
 def decode(text: str) -> dict[str, Any]:
-    """The contract of `text`; version-1 contracts (generative, no dropout, default special tokens) gain today's keys."""
+    """The contract of `text`; version-1 contracts (generative, no dropout, default special tokens) get today's keys."""
     contract = json.loads(text)
     if contract.get("version") == 1:
         contract.update(

@@ -1,4 +1,4 @@
-"""ONNX export: one named input per column plus padding lengths, outputs per target (or the embedding), contract in metadata.
+"""ONNX export: a named input per column and padding lengths, outputs per target or the embedding, contract in metadata.
 
 The TorchScript exporter (`dynamo=False`) serves both modes: the inference graph (eval mode,
 constant folding) and, with `export_with_dropout`, the training-mode graph with constant

@@ -72,7 +72,10 @@ def check_stated(config: InferConfig, contract: dict[str, Any], model_file: Path
 
 
 def check_train_values(values: dict[str, Any], contract: dict[str, Any], model_file: Path, source: str) -> None:
-    """The training config's window, columns and objective must match the artifact (`values` keyed as contract_values)."""
+    """The training config's window, columns and objective must match the artifact.
+
+    `values` are keyed as contract_values.
+    """
     actual = contract_values(contract)
     for field, stated in values.items():
         if not _same(stated, actual[field]):
@@ -128,7 +131,10 @@ def check_dropout(infer_with_dropout: bool, contract: dict[str, Any], model_file
 
 
 def check_generation(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
-    """Sampled columns are categorical targets; autoregression needs a causal next-item model whose inputs are its targets."""
+    """Sampled columns are categorical targets.
+
+    Autoregression needs a causal next-item model whose inputs are its targets.
+    """
     targets = contract["target_columns"]
     for column in config.sample_from_distribution_columns or ():
         if column not in targets or contract["columns"][column]["kind"] != "categorical":
@@ -163,11 +169,17 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
             if first[field] != other[field]:
                 raise UserError(
                     "model_path",
-                    f"{first_file.name} and {other_file.name} are not compatible: {field} {first[field]!r} vs {other[field]!r}",
+                    (
+                        f"{first_file.name} and {other_file.name} are not compatible: "
+                        f"{field} {first[field]!r} vs {other[field]!r}"
+                    ),
                 )
         for column in first["input_columns"]:
             if first["columns"][column] != other["columns"][column]:
                 raise UserError(
                     "model_path",
-                    f"{first_file.name} and {other_file.name} are not compatible: column {column!r} is encoded differently",
+                    (
+                        f"{first_file.name} and {other_file.name} are not compatible: "
+                        f"column {column!r} is encoded differently"
+                    ),
                 )

@@ -29,7 +29,7 @@ def category_names(column: dict[str, Any], special_token_ids: dict[str, int]) ->
 def decode_values(
     values: np.ndarray, column: dict[str, Any], special_token_ids: dict[str, int], decode_categories: bool = True
 ) -> np.ndarray:
-    """Model values -> raw values: ids to their raw values (kept as ids unless `decode_categories`), reals de-normalized."""
+    """Model values -> raw values: ids to raw values (kept as ids unless `decode_categories`), reals de-normalized."""
     if column["kind"] == "categorical":
         ids = np.asarray(values).astype(np.int64)
         return category_names(column, special_token_ids)[ids] if decode_categories else ids

@@ -10,7 +10,10 @@ import numpy as np
 
 
 class Model(Protocol):
-    """What inference needs of an artifact (OnnxModel, PtModel): its contract, a call, seeding its dropout, how many calls may run at once."""
+    """What inference needs of an artifact (OnnxModel, PtModel).
+
+    Its contract, a call, seeding its dropout, and how many calls may run at once.
+    """
 
     contract: dict[str, Any]
     concurrency: int
@@ -55,7 +58,10 @@ class Chooser:
     keep_probabilities: bool
 
     def __call__(self, outputs: dict[str, np.ndarray]) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-        """(values per target [windows, positions], probabilities per categorical target [windows, positions, classes])."""
+        """The outputs' values and probabilities.
+
+        (values per target [windows, positions], probabilities per categorical target [windows, positions, classes]).
+        """
         values, probabilities = {}, {}
         for target in self.contract["target_columns"]:
             out = outputs[target]
@@ -87,7 +93,10 @@ def shift_in(
 def generate(
     model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, steps: int, batch_size: int, choose: Chooser
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """`steps` items per window, each prediction fed back as the next input; values [windows, steps], probabilities [windows, steps, classes]."""
+    """`steps` items per window, each prediction fed back as the next input.
+
+    Returns values [windows, steps] and probabilities [windows, steps, classes].
+    """
     values_by_step, probabilities_by_step = [], []
     for _ in range(steps):
         values, probabilities = choose(run_batched(model, inputs, padding, batch_size))

@@ -1,4 +1,4 @@
-"""The training-config route of `sequifier infer`: a train YAML plus dataset/part give the metadata and the model name."""
+"""The training-config route of `sequifier infer`: a train YAML and dataset/part give the metadata and model name."""
 
 from __future__ import annotations
 
@@ -14,7 +14,10 @@ from sequifier.export.names import artifact_stem, onnx_name
 
 @dataclass(frozen=True)
 class TrainingRoute:
-    """What infer takes from a training config: where the part's metadata is, the artifact stem, what the model should be."""
+    """What infer takes from a training config.
+
+    Where the part's metadata is, the artifact stem, and what the model should be.
+    """
 
     source: str
     metadata_path: Path

@@ -45,7 +45,7 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
 
 
 def open_model(path: Path, config: InferConfig) -> Model:
-    """An ONNX model (by default) or a PT bundle (`.pt`), checked against the config's model type, dropout and generation."""
+    """An ONNX model or, for `.pt`, a PT bundle, checked against the config's model type, dropout and generation."""
     if path.suffix == ".pt":
         from sequifier.infer.pt_model import PtModel  # torch only when a PT bundle is used
 
@@ -71,7 +71,7 @@ class Sources:
 
 
 def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
-    """Model files (globs resolved), the metadata file and the data path; load_infer_config ensured each has a source."""
+    """Model files (globs resolved), the metadata file and data path; load_infer_config ensured each has a source."""
     route = training_route(config, project_root) if config.training_config_path else None
     patterns = config.model_paths
     if not patterns and route:
@@ -96,7 +96,10 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
 
 
 def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser: Chooser) -> dict[str, Any]:
-    """Output tables of one block of windows: {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}."""
+    """Output tables of one block of windows.
+
+    {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}.
+    """
     contract = model.contract
     width = window_width(stored)
     batch = config.inference_batch_size
@@ -134,7 +137,10 @@ def _block(stored: StoredWindows, start: int, stop: int) -> StoredWindows:
 def infer_model(
     model: Model, model_file: Path, stored: StoredWindows, config: InferConfig, project_root: Path
 ) -> list[Path]:
-    """Predict every window with one model; part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/."""
+    """Predict every window with one model.
+
+    Writes part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/.
+    """
     contract = model.contract
     model.reseed(config.seed)
     chooser = Chooser(
@@ -188,8 +194,7 @@ def run_inference(
         files = infer_model(model, model_file, stored, config, project_root)
         written += files
         elapsed = time.perf_counter() - started
-        print(
-            f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({len(stored) / max(elapsed, 1e-9):,.0f} windows/s)"
-        )
+        windows_per_second = len(stored) / max(elapsed, 1e-9)
+        print(f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({windows_per_second:,.0f} windows/s)")
         started = time.perf_counter()
     return written

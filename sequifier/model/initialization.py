@@ -105,7 +105,10 @@ def _apply(method: InitMethodConfig, tensor: torch.Tensor, generator: torch.Gene
     if name in FAN_BASED and tensor.dim() < 2:
         raise UserError(
             where,
-            f"{name} needs weight matrices, but this group has a {tensor.dim()}-d parameter; use normal, uniform, zeros or ones",
+            (
+                f"{name} needs weight matrices, but this group has a {tensor.dim()}-d parameter; "
+                "use normal, uniform, zeros or ones"
+            ),
         )
     init = nn.init
     if name == "zeros":

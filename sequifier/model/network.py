@@ -1,4 +1,4 @@
-"""The full network: per-interface ingestion, adapter and decoder around one shared backbone, built from a NetworkSpec."""
+"""The full network: per-interface ingestion, adapter and decoder around a shared backbone, built from a NetworkSpec."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Row checks of one input batch: integer identifiers, finite reals, present split values; errors name column, row and file."""
+"""Row checks of one input batch: integer identifiers, finite reals, present split values.
+
+Errors name the column, row and file.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Column plan: the selected columns, which are categorical (ids, "Int64") or real ("Float64"/"Float32"), and what to read."""
+"""Column plan: the selected columns and what to read.
+
+Each selected column is categorical (ids, "Int64") or real ("Float64"/"Float32").
+"""
 
 from __future__ import annotations
 

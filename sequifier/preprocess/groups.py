@@ -132,7 +132,10 @@ def load_sorted(group: Group, columns: list[str] | None = None) -> SortedGroup:
         row = int(np.flatnonzero(duplicate)[0])
         raise UserError(
             "itemPosition",
-            f"duplicate (sequenceId={sequence_ids[row]}, itemPosition={item_positions[row]}); positions must be unique per sequence",
+            (
+                f"duplicate (sequenceId={sequence_ids[row]}, itemPosition={item_positions[row]}); "
+                "positions must be unique per sequence"
+            ),
         )
     starts, lengths = sequence_layout(sequence_ids)
     return SortedGroup(table, sequence_ids, item_positions, starts, lengths)

@@ -1,4 +1,7 @@
-"""Categorical id maps (from the data, a static configs/id_maps/<column>.json, or reused metadata) and encoding by them."""
+"""Categorical id maps and encoding by them.
+
+A map comes from the data, a static configs/id_maps/<column>.json, or reused metadata.
+"""
 
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ def static_map_path(project_root: Path, column: str) -> Path:
 
 
 def static_id_map(path: Path) -> CategoricalMeaning:
-    """A {raw value: id} JSON file; ids are distinct integers >= 3 (reserved entries may be listed with their own ids)."""
+    """A {raw value: id} JSON file; ids are distinct integers >= 3 (reserved entries may be listed with their ids)."""
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:

@@ -1,4 +1,7 @@
-"""Split assignment of rows: within_sequence (item ranges), between_sequence (whole sequences), value_cutoff (a column's value)."""
+"""Split assignment of rows.
+
+Methods: within_sequence (item ranges), between_sequence (whole sequences), value_cutoff (a column's value).
+"""
 
 from __future__ import annotations
 
@@ -78,7 +81,10 @@ def sequence_splits(sequence_ids: np.ndarray, ratios: tuple[float, ...], seed: i
 
 
 def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.DataType) -> tuple[Any, ...]:
-    """value_cutoff cutoffs as comparable values for the split column's type; UserError naming split_values if they are not."""
+    """value_cutoff cutoffs as comparable values for the split column's type.
+
+    Raises a UserError naming split_values if they are not.
+    """
     numeric = pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type)
     if numeric:
         if any(isinstance(v, str) for v in split_values):

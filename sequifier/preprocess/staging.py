@@ -1,4 +1,4 @@
-"""All-or-nothing outputs: everything is written into a hidden staging folder, then renamed into place (metadata last)."""
+"""All-or-nothing outputs: everything is written to a hidden staging folder, then renamed into place (metadata last)."""
 
 from __future__ import annotations
 

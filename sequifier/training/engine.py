@@ -194,7 +194,7 @@ class Trainer:
     def batch_loss(
         self, part: PartData, chosen: torch.Tensor
     ) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]:
-        """The optimized loss of training views `chosen` (weighted per-target means over counted targets) and its sums."""
+        """The optimized loss of training views `chosen` (weighted per-target means of counted targets) and its sums."""
         losses = self.losses[part.spec.dataset]
         interface = self.spec.config.model.interfaces[part.interface]
         split = part.train
@@ -215,7 +215,10 @@ class Trainer:
         return losses.aggregate(means), sums
 
     def _flush(self) -> None:
-        """Close the accumulation window: drop the dataset's frozen gradients, average over the actual microbatch count, clip, step."""
+        """Close the accumulation window.
+
+        Drop the dataset's frozen gradients, average over the actual microbatch count, clip, step.
+        """
         if not self.pending:
             return
         count, frozen = len(self.pending), self.frozen[self.pending[-1]]

@@ -1,4 +1,7 @@
-"""Helpers of the infer integration tests (no tests here): tiny models exported from one network, running infer in-process."""
+"""Helpers of the infer integration tests (no tests here).
+
+Tiny models exported from one network, and running infer in-process.
+"""
 
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def tiny_spec(
 def export_all(
     project: Path, interface: dict | None = None, architecture: dict | None = None, training: dict | None = None
 ) -> RunSpec:
-    """One untrained tiny network, exported as generative, embedding and dropout ONNX and as a PT bundle under models/."""
+    """One untrained tiny network, exported as generative, embedding and dropout ONNX and a PT bundle under models/."""
     spec = tiny_spec(project, interface, architecture, training)
     torch.manual_seed(0)
     network = build_network(spec.network).eval()

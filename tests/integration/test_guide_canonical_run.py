@@ -15,7 +15,10 @@ GUIDE = Path(__file__).resolve().parents[1] / "fixtures" / "guide"
 
 
 def prepare_parts(project: Path) -> None:
-    """events-original.csv: sequences 0-79; events-increment.csv: the rest, preprocessed with the original's meanings."""
+    """events-original.csv: sequences 0-79; events-increment.csv: the rest.
+
+    Both are preprocessed, the increment with the original's meanings.
+    """
     table = pacsv.read_csv(project / "data" / "events.csv")
     early = pc.less(table["sequenceId"], 80)
     pacsv.write_csv(table.filter(early), project / "data" / "events-original.csv")

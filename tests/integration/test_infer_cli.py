@@ -1,4 +1,4 @@
-"""`sequifier infer` as a user runs it: an ONNX file alone in an empty folder, the flags, and infer.yaml files of 3.x."""
+"""`sequifier infer` as a user runs it: an ONNX file alone in an empty folder, the flags and infer.yaml files of 3.x."""
 
 from __future__ import annotations
 

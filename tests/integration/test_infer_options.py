@@ -1,4 +1,7 @@
-"""Infer options: data forms, sampling, several models and globs, the training-config route, and disagreements with the contract."""
+"""Infer options and disagreements with the contract.
+
+Options: data forms, sampling, several models and globs, the training-config route.
+"""
 
 from __future__ import annotations
 
@@ -83,7 +86,8 @@ def test_several_models_and_a_glob_that_picks_the_newest(project: Path):
         ({"context_length": 16}, "context_length: config says 16, but tiny-last-1.onnx was exported with 8"),
         (
             {"input_columns": ["event", "amount"]},
-            "input_columns: config says ['event', 'amount'], but tiny-last-1.onnx was exported with ['event', 'channel', 'amount']",
+            "input_columns: config says ['event', 'amount'], but tiny-last-1.onnx "
+            "was exported with ['event', 'channel', 'amount']",
         ),
         (
             {"real_columns": ["amount", "event"]},
@@ -101,8 +105,8 @@ def test_several_models_and_a_glob_that_picks_the_newest(project: Path):
         ),
         (
             {"column_data_types": {"event": "Float64", "channel": "Int64", "amount": "Float64"}},
-            "column_data_types: config says {'event': 'Float64', 'channel': 'Int64', 'amount': 'Float64'}, but tiny-last-1.onnx "
-            "was exported with {'event': 'Int64', 'channel': 'Int64', 'amount': 'Float64'}",
+            "column_data_types: config says {'event': 'Float64', 'channel': 'Int64', 'amount': 'Float64'}, "
+            "but tiny-last-1.onnx was exported with {'event': 'Int64', 'channel': 'Int64', 'amount': 'Float64'}",
         ),
     ],
 )

@@ -1,4 +1,4 @@
-"""Which rows `sequifier infer` writes: those sequifier 3.x writes for the reference split, and the views behind them."""
+"""Which rows `sequifier infer` writes: those sequifier 3.x writes for the reference split and the views behind them."""
 
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def _values(table, name: str) -> np.ndarray:
 
 
 def _rows_inside_data(stored: StoredWindows, slots: list[int]) -> set[tuple[int, int, int]]:
-    """(sequenceId, subsequenceId, itemPosition) of `slots` of every window where the slot holds an item of the split."""
+    """(sequenceId, subsequenceId, itemPosition) of each window's `slots` that hold an item of the split."""
     rows = set()
     for w in range(len(stored)):
         for slot in slots:

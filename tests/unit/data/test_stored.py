@@ -1,4 +1,7 @@
-"""load_split / write_split_parquet on the reference-v3 splits: merged Parquet, PT shard folders, and the other stored forms."""
+"""load_split / write_split_parquet on the reference-v3 splits.
+
+Merged Parquet, PT shard folders, and the other stored forms.
+"""
 
 from __future__ import annotations
 

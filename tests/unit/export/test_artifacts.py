@@ -1,4 +1,4 @@
-"""export_models: which files a run writes for best/last, and their names; export options are supported by the engine."""
+"""export_models: which files a run writes for best/last and their names; export options are supported by the engine."""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""PT inference bundles: exactly the listed keys, plain data under weights_only, a network rebuilt from model_config alone."""
+"""PT inference bundles: exactly the listed keys and plain data under weights_only.
+
+A network is rebuilt from model_config alone.
+"""
 
 from __future__ import annotations
 

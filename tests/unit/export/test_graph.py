@@ -1,4 +1,7 @@
-"""The inference graph computes the network's forward pass at the last `prediction_length` positions, for every architecture option."""
+"""The inference graph computes the network's forward pass at the last `prediction_length` positions.
+
+Checked for every architecture option.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ONNX export: dynamic batch, the embedded execution contract, generative/embedding outputs, dropout-preserving graphs."""
+"""ONNX export: dynamic batch, embedded execution contract, generative/embedding outputs, dropout-preserving graphs."""
 
 from __future__ import annotations
 
