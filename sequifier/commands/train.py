@@ -39,6 +39,7 @@ from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
 from sequifier.distributed.launch import launch
 from sequifier.training.capabilities import check_supported
+from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 
 logger = logging.getLogger("sequifier")
 PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their override lists
@@ -108,6 +109,10 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
             validation=outcome.final_validation,
             exported=outcome.exported,
         )
+    except StopRequested as stopped:
+        print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
+              "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
+        raise SystemExit(STOPPED_EXIT_CODE) from None
     except UserError as error:
         if not job.multirun:
             print(f"error: {error}", file=sys.stderr)

@@ -7,6 +7,7 @@
 | training_plan.epochs | one sequential phase `train`                |
 | evaluation: true     | evaluate the inferred single source         |
 
+Then the spellings of sequifier 3.x configs become canonical (sequifier/config/spellings.py).
 Works on plain data (dicts and lists) so that errors after it use canonical paths.
 """
 
@@ -16,6 +17,7 @@ import copy
 from typing import Any
 
 from sequifier.config.errors import UserError, did_you_mean
+from sequifier.config.spellings import canonical_spellings
 
 DEFAULT_NAME = "default"
 
@@ -47,6 +49,10 @@ def expand_singletons(data: dict[str, Any]) -> dict[str, Any]:
                 _infer_interface(dataset, out, f"dataset_training.{name}")
     _expand_plan(out)
     _expand_evaluation(out)
+    training = out.get("global_training")
+    if isinstance(training, dict) and "resume" in training and training["resume"] is None:
+        del training["resume"]  # 3.x writes `resume: null` for "never resume"
+    canonical_spellings(out)
     return out
 
 

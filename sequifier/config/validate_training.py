@@ -59,6 +59,11 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
         problems.add("global_training.torch_compile", "use outer or none with DDP")
     if training.world_size > 1 and not training.distributed:
         problems.add("global_training.world_size", f"{training.world_size} processes need distributed: true")
+    if training.resume.policy == "required" and not training.resume.checkpoint_path:
+        problems.add(
+            "global_training.resume.checkpoint_path",
+            "is required with policy required: the checkpoint to continue from",
+        )
     _check_call("optimizer", training.optimizer, "global_training.optimizer", problems)
     if training.scheduler is not None:
         _check_call("scheduler", training.scheduler, "global_training.scheduler", problems)
@@ -147,8 +152,6 @@ def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
     if evaluation is None:
         if training.early_stopping_patience is not None:
             problems.add("global_training.early_stopping_patience", "needs evaluation to monitor a validation metric")
-        if training.save_interval_val_loss:
-            problems.add("global_training.save_interval_val_loss", "needs evaluation to run validation")
         return
     if not evaluation.sources:
         problems.add("evaluation.sources", "at least one source is required (or set evaluation: false)")

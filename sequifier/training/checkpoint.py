@@ -1,7 +1,13 @@
-"""Epoch checkpoints: the run's full training state, written atomically under checkpoints/<model>/."""
+"""Checkpoint files under checkpoints/<model>/: epoch and batch snapshots and the rolling `latest.pt`.
+
+Each is written atomically (sequifier/atomic.py) and read with `torch.load(weights_only=True)`, so a
+file that carries code is refused without running it. A file of another format or version is
+refused whole, never half-loaded.
+"""
 
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -9,16 +15,43 @@ from typing import Any
 import torch
 
 from sequifier.atomic import atomic_path
+from sequifier.config.errors import UserError
 
-CHECKPOINT_VERSION = 1
+FORMAT = "sequifier_checkpoint"
+VERSION = 1
 LATEST = "latest.pt"
 
 
-def save_checkpoint(directory: Path, epoch: int, state: dict[str, Any]) -> Path:
-    """Write `epoch-<epoch>.pt` and refresh `latest.pt`; both readable with torch.load(weights_only=True)."""
-    path = directory / f"epoch-{epoch}.pt"
-    with atomic_path(path) as temporary:
-        torch.save({"version": CHECKPOINT_VERSION, "epoch": epoch, **state}, temporary)
-    with atomic_path(directory / LATEST) as temporary:
-        shutil.copyfile(path, temporary)
-    return path
+def checkpoint_dir(project_root: Path, model_name: str) -> Path:
+    return project_root / "checkpoints" / model_name
+
+
+def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -> Path:
+    """Write the snapshot `name` (None: only latest) and refresh `latest.pt` from it; returns the file written first."""
+    payload = {"format": FORMAT, "version": VERSION, **state}
+    first = directory / (name or LATEST)
+    with atomic_path(first) as temporary:
+        torch.save(payload, temporary)
+    if name is not None:
+        with atomic_path(directory / LATEST) as temporary:
+            shutil.copyfile(first, temporary)
+    return first
+
+
+def read_checkpoint(path: Path) -> dict[str, Any]:
+    """A checkpoint's state; UserError naming the file when it is unreadable, unsafe or of another format."""
+    try:
+        state = torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as error:
+        reason = " ".join(str(error).split("Check the documentation")[0].split())[:300]
+        raise UserError(str(path), f"refused: the file holds objects a checkpoint never holds ({reason})") from None
+    except (OSError, RuntimeError, EOFError, ValueError) as error:
+        raise UserError(str(path), f"not a readable checkpoint ({' '.join(str(error).split())[:200]})") from None
+    if not isinstance(state, dict) or state.get("format") != FORMAT:
+        raise UserError(str(path), f"not a sequifier checkpoint (format {FORMAT!r} expected)")
+    if state.get("version") != VERSION:
+        raise UserError(
+            str(path),
+            f"checkpoint version {state.get('version')!r} cannot be resumed by this sequifier (it reads {VERSION})",
+        )
+    return state

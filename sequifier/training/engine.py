@@ -1,12 +1,20 @@
-"""The training loop: phases of planned batches, accumulation windows, validation, best/last models and export."""
+"""The training loop: phases of planned batches, accumulation, validation, checkpoints, best/last models, export.
+
+A run can stop anywhere (kill -9, SIGTERM) and continue exactly: a checkpoint records the weights,
+the optimization lifecycle, the RunProgress (down to the next planned batch), the monitor and best
+model, the random streams and the lengths of the metric files (see checkpoint.py, resume.py).
+"""
 
 from __future__ import annotations
 
 import copy
+import dataclasses
 import logging
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
 
 import torch
 
@@ -15,15 +23,21 @@ from sequifier.data.datasets import PartData, load_parts, shuffled_batches, view
 from sequifier.data.views import gather_batch
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
-from sequifier.training.checkpoint import save_checkpoint
+from sequifier.training.checkpoint import checkpoint_dir, read_checkpoint, write_checkpoint
+from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.freezing import frozen_parameters
 from sequifier.training.losses import TargetLosses
-from sequifier.training.metrics import MetricsFile, attach_log_file
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.plan import PlannedBatch, phase_epoch, stream_seed
 from sequifier.training.priors import fit_priors
+from sequifier.training.progress import RunProgress
+from sequifier.training.reporting import RunRecords
+from sequifier.training.resume import check_fingerprint, checkpoint_to_resume, fingerprint
+from sequifier.training.rng import capture_rng, restore_rng
+from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
+from sequifier.training.stop import GracefulStop, StopRequested
 
 logger = logging.getLogger("sequifier")
 PROGRESS_SECONDS = 10.0
@@ -40,9 +54,9 @@ class TrainResult:
 
 
 class Trainer:
-    """Owns the network, data, optimization lifecycle and metric files of one run."""
+    """Owns the network, data, optimization lifecycle, progress and records of one run."""
 
-    def __init__(self, spec: RunSpec):
+    def __init__(self, spec: RunSpec, clock: Callable[[], float] = time.monotonic):
         self.spec = spec
         config = spec.config
         self.training = config.global_training
@@ -64,8 +78,15 @@ class Trainer:
         )
         self.monitor = Monitor(config)
         self.frozen = frozen_parameters(self.network, config)
-        self.global_step = 0
+        self.progress = RunProgress()
         self.pending: list[str] = []  # datasets of the microbatches in the open accumulation window
+        self.best_state: dict[str, torch.Tensor] | None = None
+        self.last_evaluation: dict[str, Evaluation] | None = None
+        self.last_finite_loss: float | None = None
+        self.snapshots = SnapshotSchedule(self.training, clock)
+        self.checkpoints = checkpoint_dir(spec.project_root, spec.model_name)
+        self.fingerprint = fingerprint(spec)
+        self.run_id = spec.run_dir.name
 
     def _target_losses(self, dataset_name: str) -> TargetLosses:
         dataset = self.spec.config.dataset_training[dataset_name]
@@ -99,88 +120,126 @@ class Trainer:
         return steps + (1 if window else 0)
 
     def run(self) -> TrainResult:
-        spec = self.spec
-        handler = attach_log_file(spec.logs_dir, spec.model_name)
-        self.metrics = {
-            name: (
-                MetricsFile(view.logs_dir / "training-metrics.csv", spec.run_dir.name),
-                MetricsFile(view.logs_dir / "validation-metrics.csv", spec.run_dir.name),
-            )
-            for name, view in self.views.items()
-        }
+        resume_from = checkpoint_to_resume(self.spec)
+        saved = self._restore(resume_from) if resume_from else None
+        self.records = RunRecords(self.spec, self.run_id, saved["metric_bytes"] if saved else None)
         try:
-            return self._run()
+            if resume_from:
+                p = self.progress
+                logger.info(
+                    "resuming %s from %s: epoch %d of phase %d, after %d planned batches (step %d)",
+                    self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
+                )  # fmt: skip
+            with GracefulStop() as self.stop:
+                return self._run()
         finally:
-            for files in self.metrics.values():
-                for metrics_file in files:
-                    metrics_file.close()
-            logger.removeHandler(handler)
-            handler.close()
+            self.records.close()
+
+    def _restore(self, path: Path) -> dict:
+        """Load everything the rest of the run depends on from the checkpoint at `path`."""
+        state = read_checkpoint(path)
+        check_fingerprint(state["fingerprint"], self.fingerprint, path)
+        self.network.load_state_dict(state["model_state_dict"])
+        self.optimization.load_state_dict(state["optimization"])
+        self.progress = RunProgress.from_plain(state["progress"])
+        self.monitor.best_value, self.monitor.best_epoch = (
+            state["monitor"]["best_value"],
+            state["monitor"]["best_epoch"],
+        )
+        self.best_state = state["best_model_state_dict"]
+        evaluations = state["last_evaluation"]
+        self.last_evaluation = {k: Evaluation(**v) for k, v in evaluations.items()} if evaluations is not None else None
+        self.last_finite_loss = state["last_finite_loss"]
+        self.run_id = state["run_id"]
+        restore_rng(state["rng"])
+        return state
 
     def _run(self) -> TrainResult:
-        config = self.spec.config
-        n_params = sum(p.numel() for p in self.network.parameters())
-        views = ", ".join(f"{d}.{p}: {len(part.train)}" for (d, p), part in self.parts.items())
+        phases = self.spec.config.training_plan.phases
+        p = self.progress
+        n_params = sum(parameter.numel() for parameter in self.network.parameters())
+        views = ", ".join(f"{d}.{part}: {len(data.train)}" for (d, part), data in self.parts.items())
         logger.info("training %s: %d parameters; training views %s", self.spec.model_name, n_params, views)
-        best_state, last_epoch, evaluation = None, 0, None
-        for phase_index, phase in enumerate(config.training_plan.phases):
-            self.optimization.begin_phase(phase_index)
-            for epoch in range(1, phase.epochs + 1):
-                last_epoch += 1
-                training_loss = self._train_epoch(phase_index, epoch, last_epoch)
-                evaluation = self._validate(phase.name, last_epoch)
-                if self.monitor.update(last_epoch, evaluation, training_loss):
-                    best_state = copy.deepcopy(self.network.state_dict())
-                interval = self.training.save_interval_epochs
-                if interval and last_epoch % interval == 0:
-                    self._checkpoint(phase_index, epoch, last_epoch)
-                if self.monitor.should_stop(last_epoch):
-                    logger.info(
-                        "early stopping after epoch %d: no improvement of %s for %d epochs",
-                        last_epoch,
-                        self.monitor.description,
-                        self.training.early_stopping_patience,
-                    )
-                    return self._finish(best_state, last_epoch, evaluation)
-        return self._finish(best_state, last_epoch, evaluation)
+        while p.phase_index < len(phases):
+            if p.completed_epochs and self.monitor.should_stop(p.completed_epochs):
+                logger.info(
+                    "early stopping after epoch %d: no improvement of %s for %d epochs",
+                    p.completed_epochs, self.monitor.description, self.training.early_stopping_patience,
+                )  # fmt: skip
+                break
+            phase = phases[p.phase_index]
+            if not p.phase_started:
+                self.optimization.begin_phase(p.phase_index)
+                p.phase_started = True
+            training_loss = self._train_epoch()
+            epoch = p.global_epoch
+            self.last_evaluation = self._validate(phase.name, epoch)
+            if self.monitor.update(epoch, self.last_evaluation, training_loss):
+                self.best_state = copy.deepcopy(self.network.state_dict())
+            p.finish_epoch(phase.epochs)
+            if self.snapshots.after_epoch(epoch):
+                self._checkpoint(f"epoch-{epoch}.pt")
+            self._stop_if_requested()
+        return self._finish()
 
-    def _train_epoch(self, phase_index: int, epoch: int, global_epoch: int) -> float:
-        phase = self.spec.config.training_plan.phases[phase_index]
-        schedule = self.schedules[phase_index][epoch - 1]
-        batches = {key: self._batches(part, phase_index, epoch) for key, part in self.parts.items()}
-        totals = {key: Totals() for key in self.parts}
-        self.epoch_learning_rate = self.optimization.learning_rate
+    def _train_epoch(self) -> float:
+        """Train the rest of the running epoch (all of it unless resumed inside it); returns its training loss."""
+        p = self.progress
+        phase = self.spec.config.training_plan.phases[p.phase_index]
+        schedule = self.schedules[p.phase_index][p.phase_epoch - 1]
+        batches = {key: self._batches(part, p.phase_index, p.phase_epoch) for key, part in self.parts.items()}
+        p.begin_epoch(list(self.parts), self.optimization.learning_rate)
         self.network.train()
         started = last_report = time.perf_counter()
-        samples = 0
-        for number, planned in enumerate(schedule, 1):
+        for number in range(p.batches_done, len(schedule)):
+            planned = schedule[number]
             key = (planned.dataset, planned.part)
             if self.pending and self.pending[-1] != planned.dataset:
                 self._flush()
-            samples += self._microbatch(self.parts[key], batches[key][planned.batch], totals[key])
+            p.epoch_samples += self._microbatch(self.parts[key], batches[key][planned.batch], p.epoch_totals[key])
             self.pending.append(planned.dataset)
             if len(self.pending) == self.training.accumulation_steps:
                 self._flush()
+            p.batches_done, p.global_batch = number + 1, p.global_batch + 1
+            self._after_batch(phase.name)
             now = time.perf_counter()
             if now - last_report > PROGRESS_SECONDS:
                 last_report = now
-                rate = number / (now - started)
-                logger.info(
-                    "phase %s epoch %d batch %d/%d, %.0f samples/s, epoch ETA %.0fs",
-                    phase.name,
-                    epoch,
-                    number,
-                    len(schedule),
-                    samples / (now - started),
-                    (len(schedule) - number) / rate,
-                )
+                logger.info("phase %s epoch %d batch %d/%d", phase.name, p.phase_epoch, number + 1, len(schedule))
         self._flush()
         self.optimization.end_epoch()
         elapsed = max(time.perf_counter() - started, 1e-9)
-        return self._log_training(phase.name, global_epoch, totals, samples / elapsed)
+        logger.info("epoch %d: %.0f samples/s", p.global_epoch, p.epoch_samples / elapsed)
+        return self.records.training_epoch(self._common(phase.name), self.losses, p.epoch_totals)
+
+    def _after_batch(self, phase: str) -> None:
+        """Snapshots that are due (each after flushing the open window), and a requested stop."""
+        kind = self.snapshots.after_batch(self.progress.global_batch)
+        if kind is not None:
+            self._flush()
+            if kind == PERSISTENT and self.training.save_interval_val_loss and self.spec.config.evaluation:
+                self._validate(phase, self.progress.global_epoch)
+            self._checkpoint(f"batch-{self.progress.global_batch}.pt" if kind == PERSISTENT else None)
+        if not self.pending:
+            self._stop_if_requested()
+
+    def _stop_if_requested(self) -> None:
+        """After a requested stop, at the first optimizer-step boundary: write latest and stop."""
+        if self.stop.requested:
+            path = self._checkpoint(None)
+            p = self.progress
+            logger.info(
+                "stopped on %s at epoch %d, after %d planned batches (step %d); resume from %s",
+                self.stop.requested, p.global_epoch, p.batches_done, p.global_step, path,
+            )  # fmt: skip
+            raise StopRequested(str(path))
 
     def _microbatch(self, part: PartData, chosen: torch.Tensor, totals: Totals) -> int:
-        loss, sums = self.batch_loss(part, chosen)
+        loss, sums, inputs = self._batch_loss(part, chosen)
+        p = self.progress
+        where = f"epoch {p.global_epoch}, batch {p.batches_done + 1}, step {p.global_step}"
+        check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
+        self.last_finite_loss = float(loss.detach())
         if loss.requires_grad:
             loss.backward()
         totals.add(
@@ -191,10 +250,12 @@ class Trainer:
         )
         return len(chosen)
 
-    def batch_loss(
-        self, part: PartData, chosen: torch.Tensor
-    ) -> tuple[torch.Tensor, dict[str, tuple[torch.Tensor, torch.Tensor]]]:
+    def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """The optimized loss of training views `chosen` (weighted per-target means of counted targets) and its sums."""
+        loss, sums, _ = self._batch_loss(part, chosen)
+        return loss, sums
+
+    def _batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict, dict]:
         losses = self.losses[part.spec.dataset]
         interface = self.spec.config.model.interfaces[part.interface]
         split = part.train
@@ -212,7 +273,7 @@ class Trainer:
         outputs = self.network(part.interface, inputs, pad)
         sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
         means = {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
-        return losses.aggregate(means), sums
+        return losses.aggregate(means), sums, inputs
 
     def _flush(self) -> None:
         """Close the accumulation window.
@@ -231,64 +292,17 @@ class Trainer:
         if self.training.gradient_clip:
             torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.training.gradient_clip)
         self.optimization.step()
-        self.global_step += 1
+        self.progress.global_step += 1
 
-    def _common(self, phase: str, dataset: str, part: str, epoch: int) -> dict:
-        return dict(
-            phase=phase,
-            dataset=dataset,
-            part=part,
-            epoch=epoch,
-            global_step=self.global_step,
-            learning_rate=self.epoch_learning_rate,
-        )
-
-    def _log_training(
-        self, phase: str, epoch: int, totals: dict[tuple[str, str], Totals], samples_per_second: float
-    ) -> float:
-        """Per-part, per-target training losses; returns the mean aggregate over datasets."""
-        aggregates = []
-        for dataset in self.spec.config.dataset_training:
-            losses = self.losses[dataset]
-            combined = Totals()
-            for (d, part), part_totals in totals.items():
-                if d != dataset or not part_totals.count:
-                    continue
-                combined.add(part_totals)
-                means = {t: part_totals.loss[t] / max(part_totals.count[t], 1) for t in part_totals.loss}
-                for target, value in means.items():
-                    self.metrics[dataset][0].write(
-                        **self._common(phase, dataset, part, epoch),
-                        target=target,
-                        metric="loss",
-                        value=value,
-                        samples_per_second="",
-                    )
-            if combined.count:
-                means = {t: combined.loss[t] / max(combined.count[t], 1) for t in combined.loss}
-                aggregate = float(losses.aggregate(means))
-                aggregates.append(aggregate)
-                self.metrics[dataset][0].write(
-                    **self._common(phase, dataset, "", epoch),
-                    target="aggregate",
-                    metric="loss",
-                    value=aggregate,
-                    samples_per_second=samples_per_second,
-                )
-                logger.info(
-                    "epoch %d (%s) %s training loss %.4f, %.0f samples/s",
-                    epoch,
-                    phase,
-                    dataset,
-                    aggregate,
-                    samples_per_second,
-                )
-        return sum(aggregates) / len(aggregates) if aggregates else float("nan")
+    def _common(self, phase: str) -> dict:
+        p = self.progress
+        return dict(phase=phase, epoch=p.global_epoch, global_step=p.global_step, learning_rate=p.epoch_learning_rate)
 
     def _validate(self, phase: str, epoch: int) -> dict[str, Evaluation]:
         """Evaluation of every evaluation source: its parts' totals combined."""
         results = {}
         evaluation = self.spec.config.evaluation
+        common = self._common(phase) | {"epoch": epoch}
         for source in evaluation.sources if evaluation else ():
             dataset, _, only_part = source.source.partition(".")
             losses = self.losses[dataset]
@@ -308,59 +322,48 @@ class Trainer:
                     self.device,
                 )
                 combined.add(part_totals)
-                self._write_validation(phase, dataset, part, epoch, summarize(part_totals, losses))
+                self.records.validation(common, dataset, part, summarize(part_totals, losses), aggregate_only=False)
             result = summarize(combined, losses)
             results[source.source] = result
-            self._write_validation(phase, dataset, only_part, epoch, result, aggregate_only=True)
+            self.records.validation(common, dataset, only_part, result, aggregate_only=True)
             per_target = ", ".join(
                 f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses
             )
             logger.info(
                 "epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s",
-                epoch,
-                result.loss,
-                result.baseline_loss,
-                source.source,
-                per_target,
-            )
+                epoch, result.loss, result.baseline_loss, source.source, per_target,
+            )  # fmt: skip
         return results
 
-    def _write_validation(
-        self, phase: str, dataset: str, part: str, epoch: int, result: Evaluation, aggregate_only: bool = False
-    ) -> None:
-        metrics = self.metrics[dataset][1]
-        common = self._common(phase, dataset, part, epoch)
-        rows = (
-            [("aggregate", result.loss, result.baseline_loss)]
-            if aggregate_only
-            else [(t, result.losses[t], result.baseline[t]) for t in result.losses]
-        )
-        for target, loss, baseline in rows:
-            metrics.write(**common, target=target, metric="loss", value=loss, samples_per_second="")
-            metrics.write(**common, target=target, metric="baseline_loss", value=baseline, samples_per_second="")
-
-    def _checkpoint(self, phase_index: int, phase_epoch: int, epoch: int) -> None:
-        """Everything that continues the run: weights, optimization lifecycle, counters, monitor, RNG."""
-        optimization = self.optimization
+    def _checkpoint(self, name: str | None) -> Path:
+        """Write snapshot `name` (None: only latest) with everything the rest of the run depends on."""
+        check_weights(self.network, f"checkpoint {name or 'latest'}")
+        evaluations = self.last_evaluation
         state = {
-            "phase_index": phase_index,
-            "phase_epoch": phase_epoch,
-            "global_step": self.global_step,
+            "fingerprint": self.fingerprint,
+            "run_id": self.run_id,
+            "progress": self.progress.to_plain(),
             "model_state_dict": self.network.state_dict(),
-            "optimizer_state_dict": optimization.optimizer.state_dict(),
-            "scheduler_state_dict": optimization.scheduler.state_dict() if optimization.scheduler is not None else None,
+            "best_model_state_dict": self.best_state,
+            "optimization": self.optimization.state_dict(),
             "monitor": {"best_value": self.monitor.best_value, "best_epoch": self.monitor.best_epoch},
-            "torch_rng_state": torch.get_rng_state(),
+            "last_evaluation": {k: dataclasses.asdict(v) for k, v in evaluations.items()} if evaluations else None,
+            "last_finite_loss": self.last_finite_loss,
+            "rng": capture_rng(),
+            "metric_bytes": self.records.sizes(),
         }
-        path = save_checkpoint(self.spec.project_root / "checkpoints" / self.spec.model_name, epoch, state)
+        path = write_checkpoint(self.checkpoints, name, state)
         logger.info("checkpoint %s", path)
+        return path
 
-    def _finish(self, best_state, last_epoch: int, evaluation: dict[str, Evaluation] | None) -> TrainResult:
+    def _finish(self) -> TrainResult:
+        last_epoch = self.progress.completed_epochs
+        check_weights(self.network, f"the end of epoch {last_epoch}")
         exported = []
         best_network = None
-        if best_state is not None:
+        if self.best_state is not None:
             best_network = build_network(self.spec.network)
-            best_network.load_state_dict(best_state)
+            best_network.load_state_dict(self.best_state)
             best_network.to(self.device)
         for view in self.views.values():
             exported += export_models(self.network, view, "last", last_epoch)
@@ -368,6 +371,7 @@ class Trainer:
                 exported += export_models(best_network, view, "best", self.monitor.best_epoch)
         for path in exported:
             logger.info("exported %s", path)
+        evaluation = self.last_evaluation
         monitored = evaluation.get(self.monitor.source) if evaluation and self.monitor.source else None
         return TrainResult(
             model_name=self.spec.model_name,

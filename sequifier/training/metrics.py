@@ -17,7 +17,6 @@ METRIC_FIELDS = [
     "metric",
     "value",
     "learning_rate",
-    "samples_per_second",
 ]
 
 logger = logging.getLogger("sequifier")
@@ -36,13 +35,20 @@ def attach_log_file(logs_dir: Path, model_name: str) -> logging.Handler:
 
 
 class MetricsFile:
-    """Appends long-format metric rows (one value per row) to a CSV file, flushing each row."""
+    """Appends long-format metric rows (one value per row) to a CSV file, flushing each row.
 
-    def __init__(self, path: Path, run_id: str):
+    Rows hold no timing, so a resumed run writes exactly the rows an uninterrupted one would.
+    `keep_bytes` (resume) first cuts the file back to the length it had when the checkpoint was written.
+    """
+
+    def __init__(self, path: Path, run_id: str, keep_bytes: int | None = None):
         self.path = path
         self.run_id = run_id
-        new = not path.exists()
         path.parent.mkdir(parents=True, exist_ok=True)
+        if keep_bytes is not None and path.exists() and path.stat().st_size > keep_bytes:
+            with path.open("r+b") as existing:
+                existing.truncate(keep_bytes)
+        new = not path.exists() or path.stat().st_size == 0
         self._file = path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=METRIC_FIELDS)
         if new:
@@ -51,6 +57,10 @@ class MetricsFile:
     def write(self, **row: object) -> None:
         self._writer.writerow({"run_id": self.run_id, **row})
         self._file.flush()
+
+    def size(self) -> int:
+        """Bytes written so far (every row is flushed)."""
+        return self._file.tell()
 
     def close(self) -> None:
         self._file.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any, Iterable
 
 import torch
@@ -89,14 +90,38 @@ class OptimizationLifecycle:
         self.durations = durations if training.reset_optimization_on_phase else [sum(durations)] * len(durations)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
+        self.built_for_phase: int | None = None
+        self.restored_without_step = False
 
     def begin_phase(self, index: int) -> None:
         if self.optimizer is None or self.training.reset_optimization_on_phase:
-            self.optimizer = build_optimizer(self.parameters, self.training.learning_rate, self.training.optimizer)
-            self.scheduler = build_scheduler(self.optimizer, self.training.scheduler, self.durations[index])
+            self._build(index)
+
+    def _build(self, index: int) -> None:
+        self.optimizer = build_optimizer(self.parameters, self.training.learning_rate, self.training.optimizer)
+        self.scheduler = build_scheduler(self.optimizer, self.training.scheduler, self.durations[index])
+        self.built_for_phase = index
+
+    def state_dict(self) -> dict[str, Any]:
+        """The active optimizer and scheduler and the phase they were built for (None before the first phase)."""
+        if self.optimizer is None:
+            return {"phase": None}
+        scheduler = self.scheduler.state_dict() if self.scheduler is not None else None
+        return {"phase": self.built_for_phase, "optimizer": self.optimizer.state_dict(), "scheduler": scheduler}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        """Rebuild the optimizer and scheduler of the saved phase and restore their state exactly."""
+        if state["phase"] is None:
+            return
+        self._build(state["phase"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.restored_without_step = True
+        if self.scheduler is not None:
+            self.scheduler.load_state_dict(state["scheduler"])
 
     def step(self) -> None:
         """One optimizer update (gradients already averaged and clipped)."""
+        self.restored_without_step = False
         self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.scheduler is not None and self.per_batch:
@@ -104,7 +129,12 @@ class OptimizationLifecycle:
 
     def end_epoch(self) -> None:
         if self.scheduler is not None and not self.per_batch:
-            self.scheduler.step()
+            with warnings.catch_warnings():
+                if self.restored_without_step:  # the optimizer stepped before the checkpoint, in the earlier process
+                    warnings.filterwarnings(
+                        "ignore", message="Detected call of `lr_scheduler.step", category=UserWarning
+                    )
+                self.scheduler.step()
 
     @property
     def learning_rate(self) -> float:

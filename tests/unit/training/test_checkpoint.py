@@ -1,25 +1,30 @@
-"""Epoch checkpoints: epoch-N.pt and latest.pt are written whole, and a failed save leaves the earlier ones alone."""
+"""Checkpoint files: written whole, read safely; a failed save leaves the earlier ones alone."""
 
 from __future__ import annotations
+
+import pickle
 
 import pytest
 import torch
 
 import sequifier.training.checkpoint as checkpoint_module
-from sequifier.training.checkpoint import LATEST, save_checkpoint
+from sequifier.config.errors import UserError
+from sequifier.training.checkpoint import LATEST, read_checkpoint, write_checkpoint
 
 
-def test_a_checkpoint_refreshes_latest(tmp_path):
-    save_checkpoint(tmp_path, 1, {"weights": torch.ones(3)})
-    path = save_checkpoint(tmp_path, 2, {"weights": torch.full((3,), 2.0)})
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["epoch-1.pt", "epoch-2.pt", LATEST]
-    latest = torch.load(tmp_path / LATEST, weights_only=True)
-    assert latest["epoch"] == 2 and torch.equal(latest["weights"], torch.full((3,), 2.0))
+def test_a_snapshot_refreshes_latest_and_a_latest_only_checkpoint_keeps_the_snapshots(tmp_path):
+    write_checkpoint(tmp_path, "epoch-1.pt", {"weights": torch.ones(3)})
+    path = write_checkpoint(tmp_path, "batch-7.pt", {"weights": torch.full((3,), 2.0)})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch-7.pt", "epoch-1.pt", LATEST]
     assert path.read_bytes() == (tmp_path / LATEST).read_bytes()
+    write_checkpoint(tmp_path, None, {"weights": torch.full((3,), 3.0)})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["batch-7.pt", "epoch-1.pt", LATEST]
+    assert torch.equal(read_checkpoint(tmp_path / LATEST)["weights"], torch.full((3,), 3.0))
+    assert torch.equal(read_checkpoint(tmp_path / "batch-7.pt")["weights"], torch.full((3,), 2.0))
 
 
 def test_a_failed_save_keeps_the_earlier_checkpoints_and_leaves_no_temp(tmp_path, monkeypatch):
-    save_checkpoint(tmp_path, 1, {"weights": torch.ones(3)})
+    write_checkpoint(tmp_path, "epoch-1.pt", {"weights": torch.ones(3)})
     before = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
 
     def torn_save(payload, path):
@@ -28,5 +33,35 @@ def test_a_failed_save_keeps_the_earlier_checkpoints_and_leaves_no_temp(tmp_path
 
     monkeypatch.setattr(checkpoint_module.torch, "save", torn_save)
     with pytest.raises(OSError):
-        save_checkpoint(tmp_path, 1, {"weights": torch.zeros(3)})
+        write_checkpoint(tmp_path, "epoch-2.pt", {"weights": torch.zeros(3)})
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+class RunsCode:
+    def __reduce__(self):
+        return (exec, ("open(__import__('os').environ['SEQUIFIER_MARKER'], 'w').write('ran')",))
+
+
+def test_a_checkpoint_that_would_run_code_is_refused_and_the_code_does_not_run(tmp_path, monkeypatch):
+    marker = tmp_path / "marker"
+    monkeypatch.setenv("SEQUIFIER_MARKER", str(marker))
+    path = tmp_path / LATEST
+    with path.open("wb") as file:
+        pickle.dump({"format": "sequifier_checkpoint", "version": 1, "payload": RunsCode()}, file)
+    torch.save({"format": "sequifier_checkpoint", "version": 1, "payload": RunsCode()}, tmp_path / "saved.pt")
+    for candidate in (path, tmp_path / "saved.pt"):
+        with pytest.raises(UserError, match="refused|not a readable checkpoint"):
+            read_checkpoint(candidate)
+    assert not marker.exists()
+
+
+def test_other_formats_and_versions_are_refused_whole(tmp_path):
+    torch.save({"weights": torch.ones(2)}, tmp_path / "other.pt")
+    with pytest.raises(UserError, match="not a sequifier checkpoint"):
+        read_checkpoint(tmp_path / "other.pt")
+    torch.save({"format": "sequifier_checkpoint", "version": 99}, tmp_path / "future.pt")
+    with pytest.raises(UserError, match="version 99 cannot be resumed"):
+        read_checkpoint(tmp_path / "future.pt")
+    (tmp_path / "torn.pt").write_bytes(b"PK\x03\x04 torn")
+    with pytest.raises(UserError, match="not a readable checkpoint"):
+        read_checkpoint(tmp_path / "torn.pt")

@@ -1,0 +1,48 @@
+"""Stop a run whose loss stops being finite: one line saying where, with the last finite loss and the likely causes."""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from sequifier.config.errors import UserError
+
+
+class TrainingDiverged(UserError):
+    """The training loss (or the weights) became non-finite; nothing is exported or checkpointed from that state."""
+
+
+def check_loss(
+    sums: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    inputs: dict[str, torch.Tensor],
+    where: str,
+    last_finite: float | None,
+    learning_rate: float,
+) -> None:
+    """Raise TrainingDiverged when a target's loss sum is not finite, naming it and any non-finite input column."""
+    for target, (total, _) in sums.items():
+        value = float(total.detach())
+        if math.isfinite(value):
+            continue
+        bad_inputs = [name for name, x in inputs.items() if x.is_floating_point() and not bool(torch.isfinite(x).all())]
+        cause = (
+            f"non-finite values in the real input column(s) {', '.join(bad_inputs)} of this batch"
+            if bad_inputs
+            else f"a learning rate too high for this model (global_training.learning_rate {learning_rate:g}) or "
+            "exploding gradients (set global_training.gradient_clip)"
+        )
+        last = f"{last_finite:.6g}" if last_finite is not None else "none yet"
+        raise TrainingDiverged(
+            "training",
+            f"the loss of target {target!r} became {value} at {where} (last finite loss {last}); likely cause: {cause}",
+        )
+
+
+def check_weights(network: torch.nn.Module, where: str) -> None:
+    """Raise TrainingDiverged before a checkpoint or export when any weight is not finite."""
+    for name, parameter in network.named_parameters():
+        if not bool(torch.isfinite(parameter).all()):
+            raise TrainingDiverged(
+                "training", f"weight {name} is not finite at {where}; nothing was written (lower the learning rate)"
+            )

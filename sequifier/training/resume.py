@@ -1,0 +1,100 @@
+"""Whether a run continues from a checkpoint, and whether it may: the config and data the checkpoint was written for.
+
+A checkpoint records a fingerprint: the canonical config (every field the saved state depends on:
+model, data, plan, optimization, batch size, loader workers, world size, seed) and a digest of each
+part's metadata. Resuming with a different one is refused, naming the first differing path and
+both values. RESUMABLE_FIELDS may change between the two runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from sequifier.config.errors import UserError
+from sequifier.config.resolve import RunSpec
+from sequifier.training.checkpoint import LATEST, checkpoint_dir
+
+RESUMABLE_FIELDS = (
+    "model_name",
+    "project_root",
+    "skip_metadata",
+    "global_training.resume",
+    "global_training.save_interval_minutes",
+    "global_training.save_latest_interval_minutes",
+    "export_onnx",
+    "export_pt",
+    "export_generative_model",
+    "export_embedding_model",
+    "export_with_dropout",
+)
+
+
+def checkpoint_to_resume(spec: RunSpec) -> Path | None:
+    """The checkpoint the run continues from, by `global_training.resume`; None to start fresh."""
+    resume = spec.config.global_training.resume
+    if resume.policy == "never":
+        return None
+    explicit = resume.checkpoint_path
+    path = spec.project_root / explicit if explicit else checkpoint_dir(spec.project_root, spec.model_name) / LATEST
+    if path.is_file():
+        return path
+    if resume.policy == "required":
+        raise UserError("global_training.resume.checkpoint_path", f"{path} does not exist")
+    return None
+
+
+def fingerprint(spec: RunSpec) -> dict[str, Any]:
+    return {"config": _flat(dataclasses.asdict(spec.config)), "data": _data_digests(spec)}
+
+
+def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint: Path) -> None:
+    """Raise naming the first config path (or data part) whose value differs from the checkpoint's."""
+    for path in sorted(set(saved["config"]) | set(current["config"]), key=_order(current["config"])):
+        if any(path == field or path.startswith(field + ".") for field in RESUMABLE_FIELDS):
+            continue
+        before, now = saved["config"].get(path, "<absent>"), current["config"].get(path, "<absent>")
+        if before != now:
+            raise UserError(
+                path,
+                f"is {now!r} but {checkpoint} was written with {before!r}; an exact resume needs the same value "
+                "(or start fresh: global_training.resume.policy=never)",
+            )
+    for part, digest in current["data"].items():
+        if saved["data"].get(part) != digest:
+            raise UserError(
+                f"dataset_training.{part}.metadata_config_path",
+                f"the preprocessed data differs from the data {checkpoint} was trained on; resume needs the same data",
+            )
+
+
+def _order(current: dict[str, Any]):
+    positions = {path: index for index, path in enumerate(current)}
+    return lambda path: (positions.get(path, len(positions)), path)
+
+
+def _flat(node: Any, prefix: str = "") -> dict[str, Any]:
+    """Config paths (`training_plan.phases[0].epochs`) to their values, as plain data."""
+    if isinstance(node, dict) and node:
+        flat: dict[str, Any] = {}
+        for key, value in node.items():
+            flat.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return flat
+    if isinstance(node, (list, tuple)) and node and any(isinstance(item, dict) for item in node):
+        flat = {}
+        for index, item in enumerate(node):
+            flat.update(_flat(item, f"{prefix}[{index}]"))
+        return flat
+    return {prefix: json.loads(json.dumps(node))}
+
+
+def _data_digests(spec: RunSpec) -> dict[str, str]:
+    """Per `dataset.parts.part`: a digest of its metadata (split files, id maps, statistics, window layout)."""
+    digests = {}
+    for part in spec.parts:
+        content = json.dumps(dataclasses.asdict(part.metadata), sort_keys=True, default=str)
+        digests[f"{part.dataset}.parts.{part.part}"] = hashlib.sha256(content.encode()).hexdigest()
+    return digests

@@ -1,0 +1,42 @@
+"""Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption).
+
+The first signal asks the run to stop: it finishes the current optimizer step (the open accumulation
+window), writes the rolling latest checkpoint, says where it stopped and exits with STOPPED_EXIT_CODE,
+so that resuming continues exactly. A second signal stops at once (the default action).
+"""
+
+from __future__ import annotations
+
+import signal
+from types import FrameType
+
+STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped on request, resume to continue
+SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
+
+
+class StopRequested(Exception):
+    """The run stopped after writing its latest checkpoint."""
+
+
+class GracefulStop:
+    """Installs the handlers for the duration of a run (main thread only; elsewhere it does nothing)."""
+
+    def __init__(self) -> None:
+        self.requested: str | None = None
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> GracefulStop:
+        try:
+            self._previous = {number: signal.signal(number, self._handle) for number in SIGNALS}
+        except ValueError:  # not the main thread
+            self._previous = {}
+        return self
+
+    def _handle(self, number: int, frame: FrameType | None) -> None:
+        self.requested = signal.Signals(number).name
+        for other in SIGNALS:
+            signal.signal(other, signal.SIG_DFL)
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)

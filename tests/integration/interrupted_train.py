@@ -1,0 +1,53 @@
+"""Runs `sequifier train` in this process and interrupts it for real at a chosen point (a test helper).
+
+    python interrupted_train.py MODE N [train arguments ...]
+
+MODE: kill-after-batch (SIGKILL itself after the run's N-th batch), kill-in-checkpoint (SIGKILL while
+the N-th checkpoint file is half written), sigterm-after-batch (SIGTERM itself once after batch N),
+sigterm-twice (SIGTERM twice after batch N).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+import sequifier.training.checkpoint as checkpoint_module
+from sequifier import cli
+from sequifier.training.engine import Trainer
+
+
+def main() -> int:
+    mode, n, arguments = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
+    after_batch = Trainer._after_batch
+
+    def interrupt_after(self, phase):
+        after_batch(self, phase)
+        if self.progress.global_batch == n and mode != "kill-in-checkpoint":
+            if mode == "kill-after-batch":
+                os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGTERM)
+            if mode == "sigterm-twice":
+                os.kill(os.getpid(), signal.SIGTERM)
+
+    writes = 0
+    save = checkpoint_module.torch.save
+
+    def half_written(payload, path):
+        nonlocal writes
+        writes += 1
+        save(payload, path)
+        if writes == n:
+            data = open(path, "rb").read()
+            with open(path, "wb") as file:
+                file.write(data[: len(data) // 2])
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    Trainer._after_batch = interrupt_after
+    checkpoint_module.torch.save = half_written
+    return cli.main(["train", *arguments])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""Exact resume: a run killed (or stopped) anywhere and resumed ends bit-identical to an uninterrupted run."""
+
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
+
+from sequifier import cli
+from sequifier.data.stored import load_split
+from sequifier.infer.onnx_model import OnnxModel
+from sequifier.infer.windows import model_inputs
+
+HELPER = Path(__file__).with_name("interrupted_train.py")
+RESUME = "global_training.resume.policy=if_exists"
+
+
+def two_phase_config(reset: bool) -> dict:
+    config = tiny_train_config()
+    config["global_training"].update(
+        batch_size=64, accumulation_steps=3, save_interval_batches=5, reset_optimization_on_phase=reset
+    )
+    config["model"]["interfaces"] = {"default": config["model"].pop("interface")}
+    dataset = config.pop("dataset")
+    part = dataset["part"]
+    config["dataset_training"] = {"default": {"parts": {"p1": part, "p2": part}, "criterion": dataset["criterion"]}}
+    config["training_plan"] = {
+        "phases": [
+            {
+                "name": "mixed",
+                "epochs": 2,
+                "mode": "interleaved",
+                "selection": "weighted_random",
+                "sources": [
+                    {"source": "default.p1", "weight": 2.0, "batches_per_selection": 2},
+                    {"source": "default.p2", "weight": 1.0},
+                ],
+            },
+            {"name": "all", "epochs": 1, "sources": [{"source": "default"}]},
+        ]
+    }
+    config["evaluation"] = {"sources": [{"source": "default.p1"}]}
+    return config
+
+
+def project_copy(reference_project: Path, name: str, config: dict) -> Path:
+    project = reference_project.parent / name
+    shutil.copytree(reference_project, project)
+    write_yaml(project / "configs" / "train.yaml", config)
+    return project
+
+
+def train_here(project: Path, monkeypatch, *overrides: str) -> None:
+    """`sequifier train` in this process (no interpreter start-up), from the project folder."""
+    with monkeypatch.context() as patch:
+        patch.chdir(project)
+        assert cli.main(["train", *overrides]) == 0
+
+
+def interrupted(project: Path, mode: str, n: int) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(HELPER), mode, str(n)], cwd=project, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+
+
+def outcome(project: Path) -> tuple[dict, np.ndarray, dict[str, list[dict]]]:
+    """Final weights, the last ONNX model's outputs on validation windows, and every metric row but its run id."""
+    weights = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["model_state_dict"]
+    model = OnnxModel(project / "models" / "tiny-last-3.onnx")
+    stored = load_split(
+        project / "data" / "events-split1.parquet", list(model.contract["input_columns"]), {"event", "channel"}
+    )
+    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
+    predictions = model(inputs, padding)["event"]
+    rows = {}
+    for name in ("training-metrics.csv", "validation-metrics.csv"):
+        table = list(csv.DictReader((project / "logs" / "tiny" / name).open()))
+        assert len({row.pop("run_id") for row in table}) == 1
+        rows[name] = table
+    return weights, predictions, rows
+
+
+def assert_identical(resumed: Path, reference: Path) -> None:
+    weights, predictions, rows = outcome(resumed)
+    expected_weights, expected_predictions, expected_rows = outcome(reference)
+    assert weights.keys() == expected_weights.keys()
+    assert all(torch.equal(weights[k], expected_weights[k]) for k in weights)
+    np.testing.assert_array_equal(predictions, expected_predictions)
+    assert rows == expected_rows
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory) -> dict[bool, Path]:
+    runs = {}
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        for reset in (True, False):
+            project = tmp_path_factory.mktemp("uninterrupted") / f"reset-{reset}"
+            shutil.copytree(REFERENCE_DIR, project)
+            write_yaml(project / "configs" / "train.yaml", two_phase_config(reset))
+            train_here(project, monkeypatch)
+            runs[reset] = project
+    return runs
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("reset", "mode", "n"),
+    [
+        pytest.param(True, "kill-after-batch", 7, id="kill-9-mid-epoch-after-a-batch-snapshot"),
+        pytest.param(False, "kill-after-batch", 7, id="kill-9-mid-epoch-continuous-optimization"),
+        pytest.param(True, "kill-after-batch", 23, id="kill-9-inside-the-second-phase"),
+        pytest.param(True, "kill-in-checkpoint", 3, id="kill-9-while-writing-a-checkpoint"),
+    ],
+)
+def test_a_killed_run_resumes_bit_identical(reference_project, uninterrupted, monkeypatch, reset, mode, n):
+    project = project_copy(reference_project, "killed", two_phase_config(reset))
+    killed = interrupted(project, mode, n)
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert not (project / "models").exists() or not any((project / "models").iterdir())
+    train_here(project, monkeypatch, RESUME)
+    assert_identical(project, uninterrupted[reset])
+
+
+@pytest.mark.slow
+def test_sigterm_writes_latest_exits_75_and_resumes_exactly(reference_project, uninterrupted, monkeypatch):
+    project = project_copy(reference_project, "stopped", two_phase_config(True))
+    stopped = interrupted(project, "sigterm-after-batch", 11)
+    assert stopped.returncode == 75, stopped.stderr[-2000:]
+    assert "stopped on request" in stopped.stderr and "Traceback" not in stopped.stderr
+    progress = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["progress"]
+    # the batch-10 snapshot flushed its window; the window of batches 11-13 is finished before stopping
+    assert (progress["global_batch"], progress["batches_done"]) == (13, 3)  # 10 batches per epoch
+    train_here(project, monkeypatch, RESUME)
+    assert_identical(project, uninterrupted[True])
+
+
+@pytest.mark.slow
+def test_a_second_sigterm_stops_at_once(reference_project):
+    project = project_copy(reference_project, "twice", two_phase_config(True))
+    stopped = interrupted(project, "sigterm-twice", 8)
+    assert stopped.returncode == -15
+    progress = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["progress"]
+    assert progress["global_batch"] == 5  # the last batch snapshot; no stop checkpoint was written

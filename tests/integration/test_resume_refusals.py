@@ -1,0 +1,76 @@
+"""A resume that cannot be exact is refused in one line naming the config path (or data part) and both values."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
+
+RESUME = "global_training.resume.policy=if_exists"
+
+
+@pytest.fixture(scope="module")
+def trained_once(tmp_path_factory) -> Path:
+    project = tmp_path_factory.mktemp("trained") / "project"
+    shutil.copytree(REFERENCE_DIR, project)
+    write_yaml(project / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 1}))
+    result = run_sequifier(["train"], project)
+    assert result.returncode == 0, result.stderr
+    assert (project / "checkpoints" / "tiny" / "latest.pt").is_file()
+    return project
+
+
+@pytest.fixture
+def trained(trained_once: Path, tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    shutil.copytree(trained_once, project)
+    return project
+
+
+def refused(project: Path, *overrides: str) -> str:
+    result = run_sequifier(["train", *overrides], project)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "Traceback" not in result.stderr
+    lines = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1, result.stderr
+    return lines[0]
+
+
+def test_a_changed_model_width_is_refused(trained: Path):
+    line = refused(trained, RESUME, "model.backbone.architecture.dim_model=32")
+    assert "model.backbone.architecture.dim_model: is 32 but" in line and "written with 16" in line
+
+
+def test_more_epochs_in_a_phase_are_refused(trained: Path):
+    line = refused(trained, RESUME, "training_plan.epochs=3")
+    assert "training_plan.phases[0].epochs: is 3 but" in line and "written with 1" in line
+
+
+def test_changed_data_is_refused(trained: Path):
+    metadata = trained / "configs" / "metadata_configs" / "events.json"
+    data = json.loads(metadata.read_text())
+    data["selected_columns_statistics"]["amount"]["mean"] += 1.0
+    metadata.write_text(json.dumps(data))
+    line = refused(trained, RESUME)
+    assert "dataset_training.default.parts.default.metadata_config_path" in line and "data differs" in line
+
+
+def test_required_needs_an_existing_checkpoint(trained: Path):
+    line = refused(trained, "global_training.resume.policy=required", "global_training.resume.checkpoint_path=nope.pt")
+    assert "global_training.resume.checkpoint_path" in line and "nope.pt does not exist" in line
+    line = refused(trained, "global_training.resume.policy=required")
+    assert "global_training.resume.checkpoint_path: is required with policy required" in line
+
+
+def test_if_exists_starts_fresh_without_a_checkpoint_and_resumes_a_finished_run_to_the_same_models(trained: Path):
+    models = sorted(p.name for p in (trained / "models").iterdir())
+    result = run_sequifier(["train", RESUME], trained)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in (trained / "models").iterdir()) == models
+    result = run_sequifier(["train", RESUME, "model_name=other"], trained)
+    assert result.returncode == 0, result.stderr
+    assert "resuming" not in (trained / "logs" / "other" / "other.log").read_text()
+    assert (trained / "checkpoints" / "other" / "latest.pt").is_file()
