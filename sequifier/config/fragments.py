@@ -1,4 +1,10 @@
-"""Composable YAML: an entry file plus the disjoint fragments its additional_config_paths name."""
+"""Composable YAML: an entry file plus the disjoint fragments its additional_config_paths name.
+
+No file may hold what makes Hydra run code or read further files: the `hydra` and `defaults` keys
+(Hydra settings, callbacks, launchers, defaults lists) and the keys of Hydra's `instantiate`
+(`_target_`, `_partial_`, ...), anywhere in the tree, are refused with the file and key named.
+Launchers and presets are chosen on the command line (`hydra/launcher=...`, `group=option`).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +16,30 @@ from sequifier.config.errors import UserError
 from sequifier.config.files import read_yaml_mapping
 
 KEY = "additional_config_paths"
+HYDRA_TOP_LEVEL = {
+    "hydra": "Hydra settings (callbacks, launchers, ...) can run code; choose launchers and run folders on the "
+    "command line (hydra/launcher=..., hydra.run.dir=...)",
+    "defaults": "a defaults list makes Hydra read further files; select presets on the command line (group=option)",
+}
+INSTANTIATE_KEYS = ("_target_", "_partial_", "_args_", "_recursive_", "_convert_")
+
+
+def refuse_code(data: dict[str, Any], source: Path) -> None:
+    """UserError naming `source` and the key when `data` holds a Hydra key that could run code or read files."""
+    for key, reason in HYDRA_TOP_LEVEL.items():
+        if key in data:
+            raise UserError(str(source), f"the key {key!r} is not accepted in a config file: {reason}")
+    pending: list[tuple[str, Any]] = [("", data)]
+    while pending:
+        prefix, node = pending.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, value in items:
+            path = f"{prefix}.{key}" if prefix else str(key)
+            if key in INSTANTIATE_KEYS:
+                raise UserError(
+                    str(source), f"{path}: {key} is not accepted in a config file (it makes Hydra call code)"
+                )
+            pending.append((path, value))
 
 
 def compose_file(entry: Path) -> dict[str, Any]:
@@ -19,6 +49,7 @@ def compose_file(entry: Path) -> dict[str, Any]:
     working directory), like every other project path.
     """
     data = read_yaml_mapping(entry, resolve=False)
+    refuse_code(data, entry)
     paths = data.get(KEY)
     if paths is None:
         return data
@@ -41,6 +72,7 @@ def compose_file(entry: Path) -> dict[str, Any]:
                 KEY, f"fragment {raw!r} does not exist at {fragment} (paths resolve against project_root {root})"
             )
         addition = read_yaml_mapping(fragment, resolve=False)
+        refuse_code(addition, fragment)
         if KEY in addition:
             raise UserError(str(fragment), f"a fragment cannot include further fragments ({KEY})")
         _merge_disjoint(merged, addition, "", owners, entry, fragment)

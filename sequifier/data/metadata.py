@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -14,6 +15,7 @@ from sequifier.atomic import write_text_atomic
 from sequifier.config.errors import UserError
 
 SPECIAL_TOKEN_IDS = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
+FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)  # data values take ids 3, 4, ...
 
 # Reals are stored as (x - mean) / (std + NORMALIZATION_EPSILON), as sequifier 3.x does.
 NORMALIZATION_EPSILON = 1e-9
@@ -118,17 +120,123 @@ def _defaults_for_missing(raw: dict) -> dict:
     }
 
 
-def _check_types(where: str, meta: DatasetMetadata) -> None:
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    return _is_int(value) or (isinstance(value, float) and math.isfinite(value))
+
+
+def _is_str(value: Any) -> bool:
+    return isinstance(value, str)
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _mapping_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, dict) and all(isinstance(k, str) and check(v) for k, v in value.items())
+
+
+def _list_of(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: isinstance(value, list) and all(check(item) for item in value)
+
+
+def _optional(check: Callable[[Any], bool]) -> Callable[[Any], bool]:
+    return lambda value: value is None or check(value)
+
+
+def _is_statistics(value: Any) -> bool:
+    return (
+        isinstance(value, dict) and _is_number(value.get("mean")) and _is_number(value.get("std")) and value["std"] >= 0
+    )
+
+
+# Every key of the metadata JSON: the check of its value, and what the check asks for.
+FIELD_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "n_classes": (_mapping_of(_is_int), "a mapping of column to an integer"),
+    "id_maps": (_mapping_of(_mapping_of(_is_int)), "a mapping of column to {raw value: integer id}"),
+    "cardinality_config": (lambda value: isinstance(value, dict), "a mapping"),
+    "special_token_ids": (_mapping_of(_is_int), "a mapping of token to integer id"),
+    "split_paths": (_list_of(_is_str), "a list of paths"),
+    "column_data_types": (_mapping_of(_is_str), "a mapping of column to a type name"),
+    "selected_columns_statistics": (
+        _mapping_of(_is_statistics),
+        "a mapping of column to {mean: finite number, std: finite number >= 0}",
+    ),
+    "normalize_real_columns": (_is_bool, "true or false"),
+    "normalize_on_all_data": (_is_bool, "true or false"),
+    "window_stride": (_is_int, "an integer"),
+    "prediction_aligned_splits": (lambda value: isinstance(value, list), "a list"),
+    "split_ratios": (_optional(_list_of(_is_number)), "a list of numbers or null"),
+    "split_method": (_optional(_is_str), "a string or null"),
+    "split_column": (_optional(_is_str), "a string or null"),
+    "split_values": (_optional(lambda value: isinstance(value, list)), "a list or null"),
+    "depth_layouts": (lambda value: isinstance(value, dict), "a mapping"),
+    "tensor_payload_version": (_is_int, "an integer"),
+    "window_length": (_is_int, "an integer"),
+    "window_lengths": (_list_of(_is_int), "a list of integers"),
+    "prediction_alignment_steps": (_is_int, "an integer"),
+    "max_target_offset": (_is_int, "an integer"),
+    "stored_window_layout_version": (_is_int, "an integer"),
+    "prediction_length": (_optional(_is_int), "an integer or null"),
+    "target_offset": (_optional(_is_int), "an integer or null"),
+}
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _check_shapes(where: str, values: dict[str, Any]) -> None:
+    """Every known key holds a value of its type (unknown keys are kept as they are)."""
+    for key, value in values.items():
+        if key not in FIELD_SHAPES:
+            continue
+        check, wanted = FIELD_SHAPES[key]
+        if not check(value):
+            raise UserError(where, f"{key} must be {wanted}, got {_shown(value)}")
+
+
+def check_id_map(where: str, column: str, id_map: dict[str, int], n_classes: int) -> None:
+    """Reserved names keep their ids, values take distinct ids >= 3, and every id is below n_classes.
+
+    (A map built from the data has no gaps; a static map may leave ids unused, as 3.x allows.)
+    """
+    for value, index in id_map.items():
+        reserved = SPECIAL_TOKEN_IDS.get(value)
+        if reserved is not None and index != reserved:
+            raise UserError(where, f"id_maps.{column}: {value} must have id {reserved}, has {index}")
+        if reserved is None and index < FIRST_VALUE_ID:
+            raise UserError(where, f"id_maps.{column}: value {value!r} has the reserved id {index}")
+    if len(set(id_map.values())) != len(id_map):
+        raise UserError(where, f"id_maps.{column}: two values share an id")
+    needed = max([*id_map.values(), *SPECIAL_TOKEN_IDS.values()]) + 1
+    if n_classes < needed:
+        raise UserError(
+            where, f"n_classes.{column} is {n_classes}, but its id map needs at least {needed} (largest id + 1)"
+        )
+
+
+def check_metadata(where: str, meta: DatasetMetadata) -> None:
+    """The consistency every metadata written or read must have; UserError naming `where` and the field."""
+    _check_shapes(where, {f.name: getattr(meta, f.name) for f in fields(DatasetMetadata)})
+    if meta.special_token_ids != SPECIAL_TOKEN_IDS:
+        raise UserError(where, f"special_token_ids must be {json.dumps(SPECIAL_TOKEN_IDS)}")
     for column, dtype in meta.column_data_types.items():
         if dtype != CATEGORICAL_TYPE and dtype not in REAL_TYPES:
             raise UserError(where, f"column_data_types[{column!r}] is {dtype!r}; expected Int64, Float64 or Float32")
     for column in meta.categorical_columns:
         if column not in meta.id_maps or column not in meta.n_classes:
             raise UserError(where, f"categorical column {column!r} has no id_maps/n_classes entry")
-    if not isinstance(meta.window_length, int) or meta.window_length < 1:
+        check_id_map(where, column, meta.id_maps[column], meta.n_classes[column])
+    if meta.window_length < 1:
         raise UserError(where, f"window_length must be a positive integer, got {meta.window_length!r}")
-    if not isinstance(meta.split_paths, list) or not all(isinstance(p, str) for p in meta.split_paths):
-        raise UserError(where, "split_paths must be a list of paths")
+    if meta.window_stride < 1:
+        raise UserError(where, f"window_stride must be a positive integer, got {meta.window_stride!r}")
 
 
 def metadata_from_dict(raw: dict, where: str = "metadata") -> DatasetMetadata:
@@ -140,11 +248,12 @@ def metadata_from_dict(raw: dict, where: str = "metadata") -> DatasetMetadata:
         raise UserError(where, f"missing required key(s): {', '.join(missing)}")
     known = {f.name for f in fields(DatasetMetadata)} - {"extra"}
     values: dict[str, Any] = {k: v for k, v in raw.items() if k in known}
+    _check_shapes(where, values)
     for key, default in _defaults_for_missing(raw).items():
         values.setdefault(key, default)
     extra = {k: v for k, v in raw.items() if k not in known}
     meta = DatasetMetadata(**values, extra=extra)
-    _check_types(where, meta)
+    check_metadata(where, meta)
     return meta
 
 
@@ -152,14 +261,23 @@ def read_metadata(path: Path) -> DatasetMetadata:
     path = Path(path)
     if not path.is_file():
         raise UserError(str(path), "metadata file not found (run `sequifier preprocess` first?)")
+    return metadata_from_dict(_read_json(path), where=str(path))
+
+
+def _read_json(path: Path) -> Any:
+    """A JSON file's data; UserError naming the file when it is unreadable, not UTF-8, not JSON or nested too deep."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as error:
         raise UserError(str(path), f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
-    return metadata_from_dict(raw, where=str(path))
+    except (OSError, UnicodeDecodeError) as error:
+        raise UserError(str(path), f"cannot read the file ({' '.join(str(error).split())[:200]})") from None
+    except RecursionError:
+        raise UserError(str(path), "JSON nested too deeply") from None
 
 
 def write_metadata(path: Path, metadata: DatasetMetadata) -> None:
+    check_metadata(str(path), metadata)
     write_text_atomic(Path(path), json.dumps(metadata.to_json_dict()))
 
 
@@ -209,15 +327,19 @@ def read_folder_metadata(folder: Path) -> dict:
     path = Path(folder) / FOLDER_METADATA
     if not path.is_file():
         raise UserError(str(folder), f"a sharded split folder needs its {FOLDER_METADATA} (not found)")
-    try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise UserError(str(path), f"invalid JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    raw = _read_json(path)
     files = raw.get("batch_files") if isinstance(raw, dict) else None
-    if not isinstance(files, list) or not all(
-        isinstance(f, dict) and isinstance(f.get("path"), str) and isinstance(f.get("samples"), int) for f in files
-    ):
-        raise UserError(str(path), "batch_files must be a list of {path, samples} entries")
-    if not isinstance(raw.get("window_length"), int):
-        raise UserError(str(path), "window_length must be an integer")
+    if not isinstance(files, list) or not all(_is_batch_file(f) for f in files):
+        raise UserError(str(path), "batch_files must be a list of {path: file name in the folder, samples: count}")
+    window_length = raw.get("window_length")
+    if not _is_int(window_length) or window_length < 1:
+        raise UserError(str(path), "window_length must be a positive integer")
     return raw
+
+
+def _is_batch_file(entry: Any) -> bool:
+    """A shard of the folder itself (a plain file name) with a sample count."""
+    if not isinstance(entry, dict) or not _is_int(entry.get("samples")) or entry["samples"] < 0:
+        return False
+    name = entry.get("path")
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import Any, Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -15,6 +16,7 @@ import pyarrow.parquet as pq
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
 from sequifier.data.metadata import CATEGORICAL_TYPE, read_folder_metadata
+from sequifier.data.safe_load import load_weights_only
 
 INPUT_COLUMN = "inputCol"
 # Parquet identifier column -> StoredWindows attribute (also the PT payload key).
@@ -33,7 +35,11 @@ PT_DTYPES = {CATEGORICAL_TYPE: np.int64, "Float64": np.float64, "Float32": np.fl
 
 @dataclass(frozen=True)
 class StoredWindows:
-    """Windows of one split; row n of every array is window n, slot 0 the oldest item."""
+    """Windows of one split; row n of every array is window n, slot 0 the oldest item.
+
+    A deep column (of a depth layout) is [N, W, capacity]; `depth_masks` [N, W, capacity] per
+    layout marks its valid child slots.
+    """
 
     columns: dict[str, np.ndarray]
     sequence_ids: np.ndarray
@@ -42,9 +48,19 @@ class StoredWindows:
     left_pad_lengths: np.ndarray
     split_start_item_positions: np.ndarray
     split_end_item_positions: np.ndarray
+    depth_masks: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.sequence_ids.shape[0])
+
+    def sliced(self, start: int, stop: int) -> StoredWindows:
+        """Windows start ... stop - 1."""
+        part = slice(start, stop)
+        return StoredWindows(
+            columns={name: values[part] for name, values in self.columns.items()},
+            **{attr: getattr(self, attr)[part] for attr in IDENTIFIER_COLUMNS.values()},
+            depth_masks={layout: mask[part] for layout, mask in self.depth_masks.items()},
+        )
 
 
 def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], window_length: int) -> StoredWindows:
@@ -55,7 +71,10 @@ def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], windo
         empty = np.zeros(0, dtype=np.int64)
         return StoredWindows({c: np.zeros((0, window_length)) for c in columns}, *([empty] * len(IDENTIFIER_COLUMNS)))
     identifiers = {attr: np.concatenate([getattr(p, attr) for p in parts]) for attr in IDENTIFIER_COLUMNS.values()}
-    return StoredWindows({c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers)
+    masks = {layout: np.concatenate([p.depth_masks[layout] for p in parts]) for layout in parts[0].depth_masks}
+    return StoredWindows(
+        {c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers, depth_masks=masks
+    )
 
 
 def value_column_names(window_length: int) -> list[str]:
@@ -80,13 +99,36 @@ def _read_table(path: Path) -> pa.Table:
     if not path.is_file():
         raise UserError(str(path), "split file not found (run `sequifier preprocess` first?)")
     try:
-        table = pv.read_csv(path) if path.suffix.lower() == ".csv" else pq.read_table(path)
-    except (pa.ArrowInvalid, OSError) as error:
-        raise UserError(str(path), f"not a readable stored-window file ({error})") from None
+        csv = path.suffix.lower() == ".csv"
+        table = pv.read_csv(path) if csv else pq.read_table(path, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as error:
+        raise UserError(
+            str(path), f"not a readable stored-window file ({' '.join(str(error).split())[:200]})"
+        ) from None
     missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in table.schema.names]
     if missing:
         raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
+    _check_table_types(table, path)
     return table
+
+
+def _check_table_types(table: pa.Table, path: Path) -> None:
+    """Identifiers are integers, inputCol strings, values numbers; none of them missing."""
+    if table.num_rows == 0:
+        return  # an empty CSV split has no types to check
+    for field in table.schema:
+        if field.name in IDENTIFIER_COLUMNS:
+            fits = pa.types.is_integer(field.type)
+        elif field.name == INPUT_COLUMN:
+            fits = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+        elif field.name.isdigit():
+            fits = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+        else:
+            continue
+        if not fits:
+            raise UserError(str(path), f"column {field.name!r} has type {field.type}, not the stored-window type")
+        if table.column(field.name).null_count:
+            raise UserError(str(path), f"column {field.name!r} has missing values")
 
 
 def _check_columns_stored(table: pa.Table, wanted: Sequence[str], path: Path) -> None:
@@ -126,33 +168,75 @@ def _windows_from_table(path: Path, wanted: list[str], categorical: Collection[s
     return StoredWindows(columns=arrays, **identifiers)
 
 
-def _windows_from_pt(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
+def _check_pt_payload(payload: Any, wanted: list[str], path: Path, layouts: dict[str, dict]) -> None:
+    """A `sequifier_tensor_batch` dict: [N, W] tensors of the wanted columns and [N] identifier tensors.
+
+    Deep columns of `layouts` are [N, W, capacity], beside a boolean mask of that shape per layout.
+    """
     import torch
 
-    try:
-        payload = torch.load(path, weights_only=True, map_location="cpu")
-    except (OSError, RuntimeError, EOFError) as error:
-        raise UserError(str(path), f"not a readable PT shard ({' '.join(str(error).split())[:200]})") from None
     if not isinstance(payload, dict) or payload.get("format") != PT_FORMAT:
         raise UserError(str(path), f"not a {PT_FORMAT} file")
-    sequences = payload["sequences"]
+    sequences = payload.get("sequences")
+    if not isinstance(sequences, dict):
+        raise UserError(str(path), "sequences must be a mapping of column to tensor")
     for column in wanted:
         if column not in sequences:
             raise UserError(column, f"column is not stored in {path}")
+    capacity = {c: int(d["context_length"]) for d in layouts.values() for c in d["columns"]}
+    shapes = {c: tuple(sequences[c].shape) for c in wanted if isinstance(sequences[c], torch.Tensor)}
+    if (
+        len(shapes) != len(wanted)
+        or len({s[:2] for s in shapes.values()}) > 1
+        or any(s[2:] != ((capacity[c],) if c in capacity else ()) for c, s in shapes.items())
+    ):
+        raise UserError(
+            str(path),
+            f"sequences of {wanted} must be tensors of one shape [windows, window length] "
+            "([windows, window length, capacity] for deep columns)",
+        )
+    masks = (payload.get("metadata") or {}).get("depth_valid_masks") or {}
+    for layout, definition in layouts.items():
+        mask = masks.get(layout)
+        expected = (*next(iter(shapes.values()))[:2], int(definition["context_length"]))
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != expected:
+            raise UserError(str(path), f"metadata.depth_valid_masks.{layout} must be a boolean tensor {list(expected)}")
+    rows = next(iter(shapes.values()))[0] if shapes else None
+    for attr in IDENTIFIER_COLUMNS.values():
+        tensor = payload.get(attr)
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 1 or rows not in (None, tensor.shape[0]):
+            raise UserError(str(path), f"{attr} must be a tensor of one value per window")
+
+
+def _windows_from_pt(
+    path: Path, wanted: list[str], categorical: Collection[str], layouts: dict[str, dict]
+) -> StoredWindows:
+    payload = load_weights_only(path, "PT shard")
+    _check_pt_payload(payload, wanted, path, layouts)
+    sequences = payload["sequences"]
     arrays = {c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted}
+    masks = payload["metadata"]["depth_valid_masks"] if layouts else {}
     return StoredWindows(
         columns=arrays,
         **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()},
+        depth_masks={layout: masks[layout].numpy() for layout in layouts},
     )
 
 
 def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
     described = read_folder_metadata(path)
+    layouts = {
+        name: definition
+        for name, definition in (described.get("depth_layouts") or {}).items()
+        if set(definition["columns"]) & set(wanted)
+    }
     parts = []
     for entry in described["batch_files"]:
         shard = path / entry["path"]
-        loader = _windows_from_pt if shard.suffix == ".pt" else _windows_from_table
-        part = loader(shard, wanted, categorical)
+        if shard.suffix == ".pt":
+            part = _windows_from_pt(shard, wanted, categorical, layouts)
+        else:
+            part = _windows_from_table(shard, wanted, categorical)
         if len(part) != entry["samples"]:
             raise UserError(
                 str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
@@ -208,6 +292,10 @@ def pt_payload(windows: StoredWindows, column_types: dict[str, str]) -> dict:
         "format": PT_FORMAT,
         "version": PT_VERSION,
         "sequences": {c: torch.from_numpy(windows.columns[c].astype(PT_DTYPES[t])) for c, t in column_types.items()},
-        "metadata": {"depth_valid_masks": {}, "sample_positions": None, "curriculum_columns": []},
+        "metadata": {
+            "depth_valid_masks": {layout: torch.from_numpy(mask) for layout, mask in windows.depth_masks.items()},
+            "sample_positions": None,
+            "curriculum_columns": [],
+        },
         **{attr: torch.from_numpy(getattr(windows, attr).astype(np.int64)) for attr in IDENTIFIER_COLUMNS.values()},
     }

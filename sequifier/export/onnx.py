@@ -18,7 +18,7 @@ from torch import Tensor
 
 from sequifier.atomic import atomic_path
 from sequifier.config.resolve import RunSpec
-from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode
+from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode, graph_inputs
 from sequifier.export.graph import InferenceGraph
 from sequifier.model.network import SequifierNetwork
 
@@ -26,15 +26,21 @@ ACTIVE_FLAG = "sequifier.dropout_active"
 
 
 def example_inputs(spec: RunSpec, batch: int = 2) -> tuple[Tensor, ...]:
-    """Inputs of the exported signature: one [batch, context] tensor per input column, then padding lengths."""
+    """Inputs of the exported signature: one [batch, context] tensor per input column ([batch, context,
+    capacity] for a deep column), a [batch, context, capacity] mask per depth layout, then padding lengths."""
     length = spec.config.global_training.context_length
     tensors = []
+    capacities = {}
     for name in spec.interface.input_columns:
         column = spec.interface_columns[name]
+        shape = (batch, length, column.capacity) if column.layout else (batch, length)
+        if column.layout:
+            capacities[column.layout] = column.capacity
         if column.kind == "categorical":
-            tensors.append(torch.randint(0, column.n_classes, (batch, length)))
+            tensors.append(torch.randint(0, column.n_classes, shape))
         else:
-            tensors.append(torch.randn(batch, length))
+            tensors.append(torch.randn(shape))
+    tensors += [torch.ones(batch, length, capacity, dtype=torch.bool) for capacity in capacities.values()]
     tensors.append(torch.zeros(batch, dtype=torch.int64))
     return tuple(tensors)
 
@@ -60,15 +66,13 @@ def export_onnx(
     interface = spec.interface
     device = next(network.parameters()).device
     was_training = network.training
+    contract = build_contract(network, spec, artifact, "active" if with_dropout else "inactive")
     graph = (
-        InferenceGraph(
-            network, spec.interface_name, list(interface.input_columns), list(interface.target_columns), artifact
-        )
+        InferenceGraph(network, spec.interface_name, graph_inputs(contract), list(interface.target_columns), artifact)
         .cpu()
         .eval()
     )
-    input_names = list(interface.input_columns) + [PAD_INPUT]
-    contract = build_contract(network, spec, artifact, "active" if with_dropout else "inactive")
+    input_names = graph_inputs(contract) + [PAD_INPUT]
     output_names = list(contract["outputs"].values())
     dynamic_axes = {name: {0: "batch"} for name in input_names + output_names}
     mode = torch.onnx.TrainingMode.TRAINING if with_dropout else torch.onnx.TrainingMode.EVAL

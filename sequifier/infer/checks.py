@@ -5,11 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
 from sequifier.data.metadata import DatasetMetadata
+from sequifier.data.stored import StoredWindows
 
-INPUT_SIGNATURE = ("input_columns", "context_length")
+INPUT_SIGNATURE = ("input_columns", "context_length", "depth_layouts")  # depth_layouts: absent in older contracts
 
 
 def contract_values(contract: dict[str, Any]) -> dict[str, Any]:
@@ -83,7 +86,16 @@ def check_train_values(values: dict[str, Any], contract: dict[str, Any], model_f
 
 
 def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dict[str, Any], model_file: Path) -> None:
-    """The data's categories and normalization must be the ones the model was trained with."""
+    """The data's categories, normalization and depth layouts must be the ones the model was trained with."""
+    for layout, definition in contract.get("depth_layouts", {}).items():
+        if metadata.depth_layouts.get(layout) != definition:
+            raise disagree(
+                f"depth_layouts.{layout}",
+                metadata.depth_layouts.get(layout),
+                definition,
+                model_file,
+                metadata_path.name,
+            )
     for name, column in contract["columns"].items():
         if name not in metadata.column_data_types:
             raise UserError(
@@ -145,6 +157,13 @@ def check_generation(config: InferConfig, contract: dict[str, Any], model_file: 
             )
     if not config.autoregressive:
         return
+    if contract.get("depth_layouts"):
+        raise UserError(
+            "autoregressive",
+            f"{model_file.name} reads depth layouts ({', '.join(contract['depth_layouts'])}); deep autoregressive "
+            "inference is not supported: deep columns cannot be targets, so a generated item has no child "
+            "collection to feed back",
+        )
     requirements = {
         "training_objective": (contract["objective"], "causal"),
         "prediction_length": (contract["prediction_length"], 1),
@@ -166,12 +185,12 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
     first_file, first = contracts[0]
     for other_file, other in contracts[1:]:
         for field in INPUT_SIGNATURE:
-            if first[field] != other[field]:
+            if first.get(field, {}) != other.get(field, {}):
                 raise UserError(
                     "model_path",
                     (
                         f"{first_file.name} and {other_file.name} are not compatible: "
-                        f"{field} {first[field]!r} vs {other[field]!r}"
+                        f"{field} {first.get(field, {})!r} vs {other.get(field, {})!r}"
                     ),
                 )
         for column in first["input_columns"]:
@@ -183,3 +202,21 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
                         f"column {column!r} is encoded differently"
                     ),
                 )
+
+
+def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[str, Any], model_file: Path) -> None:
+    """Before any model runs: every stored id is one of the model's classes, every stored real is finite."""
+    for name in contract["input_columns"]:
+        values = stored.columns[name]
+        column = contract["columns"][name]
+        if column["kind"] == "categorical":
+            largest = column["n_classes"] - 1
+            outside = (values < 0) | (values > largest)
+            if outside.any():
+                raise UserError(
+                    name,
+                    f"{data_path} holds the id {int(values[outside][0])}, outside the classes of {model_file.name} "
+                    f"(the largest allowed id is {largest})",
+                )
+        elif not np.isfinite(values).all():
+            raise UserError(name, f"{data_path} holds NaN or infinite values, which {model_file.name} cannot read")

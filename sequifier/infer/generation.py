@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+
+from sequifier.config.errors import UserError
 
 
 class Model(Protocol):
@@ -15,6 +18,7 @@ class Model(Protocol):
     Its contract, a call, seeding its dropout, and how many calls may run at once.
     """
 
+    path: Path
     contract: dict[str, Any]
     concurrency: int
 
@@ -37,7 +41,13 @@ def run_batched(
             batches = list(pool.map(call, starts))
     else:
         batches = [call(start) for start in starts]
-    return {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
+    outputs = {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
+    for key, values in outputs.items():
+        if not np.isfinite(values).all():
+            raise UserError(
+                str(model.path), f"the model computes NaN or infinite values for {key!r}; its weights are broken"
+            )
+    return outputs
 
 
 def softmax(logits: np.ndarray) -> np.ndarray:

@@ -10,7 +10,8 @@ import numpy as np
 import onnxruntime as ort
 
 from sequifier.config.errors import UserError
-from sequifier.export.contract import CONTRACT_KEY, decode
+from sequifier.config.network import depth_mask_input
+from sequifier.export.contract import CONTRACT_KEY, decode, graph_inputs
 
 
 def _providers(device: str) -> list[str]:
@@ -29,6 +30,29 @@ def _providers(device: str) -> list[str]:
     raise UserError("device", f"is {device!r}, but ONNX models run on cpu or cuda; use a PT bundle for {device!r}")
 
 
+INPUT_TYPES = {"categorical": "tensor(int64)", "real": "tensor(float)"}
+
+
+def _check_graph(session: ort.InferenceSession, contract: dict[str, Any], path: Path) -> None:
+    """The graph's inputs and outputs are the ones its contract names, with the types inference feeds."""
+    wanted = {name: INPUT_TYPES[contract["columns"][name]["kind"]] for name in contract["input_columns"]}
+    wanted.update({depth_mask_input(layout): "tensor(bool)" for layout in contract.get("depth_layouts", {})})
+    wanted[contract["pad_input"]] = "tensor(int64)"
+    found = {value.name: value.type for value in session.get_inputs()}
+    if found != wanted:
+        raise UserError(
+            str(path), f"the graph's inputs {found} are not the ones its execution contract describes {wanted}"
+        )
+    outputs = {value.name: value.shape for value in session.get_outputs()}
+    for key, name in contract["outputs"].items():
+        if name not in outputs:
+            raise UserError(str(path), f"the graph has no output {name!r}, which its execution contract names")
+        classes = len(contract["class_ids"].get(key, ()))
+        last = outputs[name][-1] if outputs[name] else None
+        if classes and isinstance(last, int) and last != classes:
+            raise UserError(str(path), f"output {name!r} has {last} logits, but class_ids.{key} lists {classes}")
+
+
 class OnnxModel:
     """Feeds named column arrays and padding lengths; returns one array per output (target, or "embedding").
 
@@ -42,12 +66,14 @@ class OnnxModel:
     def __init__(self, path: Path, device: str = "cpu"):
         if not path.is_file():
             raise UserError(str(path), "model file does not exist")
+        self.path = path
         self.providers = _providers(device)
         self.session = self._session(path, 1)
         metadata = self.session.get_modelmeta().custom_metadata_map
         if CONTRACT_KEY not in metadata:
             raise UserError(str(path), "is not a sequifier model (no execution contract in its metadata)")
-        self.contract: dict[str, Any] = decode(metadata[CONTRACT_KEY])
+        self.contract: dict[str, Any] = decode(metadata[CONTRACT_KEY], str(path))
+        _check_graph(self.session, self.contract, path)
         self.concurrency = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if self.contract["dropout"] == "active" or device == "cuda":  # one masks stream / one device: batches in order
             self.session = self._session(path, 0)
@@ -71,6 +97,6 @@ class OnnxModel:
         ort.set_seed(seed)
 
     def __call__(self, inputs: dict[str, np.ndarray], left_pad_lengths: np.ndarray) -> dict[str, np.ndarray]:
-        feed = {name: inputs[name] for name in self.contract["input_columns"]}
+        feed = {name: inputs[name] for name in graph_inputs(self.contract)}
         feed[self.contract["pad_input"]] = left_pad_lengths.astype(np.int64)
         return dict(zip(self.keys, self.session.run(self.names, feed)))

@@ -10,6 +10,7 @@ import torch
 
 from sequifier.config.errors import UserError
 from sequifier.export.bundle import read_bundle
+from sequifier.export.contract import graph_inputs
 from sequifier.export.graph import InferenceGraph
 
 
@@ -29,10 +30,11 @@ class PtModel:
     def __init__(self, path: Path, model_type: str, with_dropout: bool = False, device: str = "cpu"):
         if not path.is_file():
             raise UserError(str(path), "model file does not exist")
+        self.path = path
         self.device = torch_device(device)
         network, contract, self.export_metadata = read_bundle(path)
         self.contract: dict[str, Any] = contract
-        columns = (contract["input_columns"], contract["target_columns"])
+        columns = (graph_inputs(contract), contract["target_columns"])
         self.graph = InferenceGraph(network, contract["interface"], *columns, model_type)
         self.graph.train(with_dropout).to(self.device)
         self.keys = ["embedding"] if model_type == "embedding" else list(contract["target_columns"])
@@ -43,7 +45,7 @@ class PtModel:
         torch.manual_seed(seed)
 
     def __call__(self, inputs: dict[str, np.ndarray], left_pad_lengths: np.ndarray) -> dict[str, np.ndarray]:
-        tensors = [torch.from_numpy(inputs[name]).to(self.device) for name in self.contract["input_columns"]]
+        tensors = [torch.from_numpy(inputs[name]).to(self.device) for name in graph_inputs(self.contract)]
         padding = torch.from_numpy(left_pad_lengths.astype(np.int64)).to(self.device)
         with torch.inference_mode():
             outputs = self.graph(*tensors, padding)

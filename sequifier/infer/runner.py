@@ -27,7 +27,14 @@ from sequifier.infer.onnx_model import OnnxModel
 from sequifier.infer.outputs import clear_parts, embeddings_table, generative_tables, write_table
 from sequifier.infer.route import TrainingRoute, training_route
 from sequifier.infer.rows import label_rows
-from sequifier.infer.windows import generation_start, load_windows, model_inputs, view_starts, window_width
+from sequifier.infer.windows import (
+    generation_start,
+    load_windows,
+    model_inputs,
+    view_starts,
+    window_arrays,
+    window_width,
+)
 
 __all__ = ["model_inputs", "run_inference"]
 WINDOWS_PER_PART = 100_000
@@ -105,12 +112,12 @@ def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser
     batch = config.inference_batch_size
     if config.autoregressive:
         start, steps = generation_start(width, contract), config.generation_steps or 1
-        inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract, start)
+        inputs, padding = model_inputs(window_arrays(stored), stored.left_pad_lengths, contract, start)
         values, probabilities = generate(model, inputs, padding, steps, batch, chooser)
         rows = label_rows(stored, start, width + np.arange(steps)[None, :], inside_data_only=False)
         return generative_tables(rows, values, probabilities, contract, config.decode_categories)
     starts = view_starts(width, contract, config.window_stride)
-    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, contract, starts)
+    inputs, padding = model_inputs(window_arrays(stored), stored.left_pad_lengths, contract, starts)
     positions = contract["prediction_length"]
     decoded_inputs = starts[:, None] + contract["context_length"] - positions + np.arange(positions)
     if config.model_type == "embedding":
@@ -119,19 +126,6 @@ def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser
     rows = label_rows(stored, starts, decoded_inputs + contract["target_offset"], inside_data_only=True)
     values, probabilities = chooser(run_batched(model, inputs, padding, batch))
     return generative_tables(rows, values, probabilities, contract, config.decode_categories)
-
-
-def _block(stored: StoredWindows, start: int, stop: int) -> StoredWindows:
-    part = slice(start, stop)
-    return StoredWindows(
-        columns={k: v[part] for k, v in stored.columns.items()},
-        sequence_ids=stored.sequence_ids[part],
-        subsequence_ids=stored.subsequence_ids[part],
-        start_item_positions=stored.start_item_positions[part],
-        left_pad_lengths=stored.left_pad_lengths[part],
-        split_start_item_positions=stored.split_start_item_positions[part],
-        split_end_item_positions=stored.split_end_item_positions[part],
-    )
 
 
 def infer_model(
@@ -152,7 +146,7 @@ def infer_model(
     outputs = project_root / "outputs"
     written: list[Path] = []
     for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
-        tables = infer_part(model, _block(stored, start, start + WINDOWS_PER_PART), config, chooser)
+        tables = infer_part(model, stored.sliced(start, start + WINDOWS_PER_PART), config, chooser)
         for name, table in tables.items():
             kind, _, target = name.partition("/")
             folder = outputs / kind / model_file.stem / target if target else outputs / kind / model_file.stem
@@ -189,6 +183,8 @@ def run_inference(
             checks.check_metadata(read_metadata(sources.metadata_path), sources.metadata_path, contract, model_file)
     started = time.perf_counter()
     stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
+    for model_file, contract in contracts:
+        checks.check_stored_values(stored, sources.data_path, contract, model_file)
     written = []
     for model_file, model in zip(sources.model_files, models):
         files = infer_model(model, model_file, stored, config, project_root)

@@ -13,7 +13,9 @@ from pathlib import Path
 import numpy as np
 
 from sequifier.config.errors import UserError
+from sequifier.config.network import depth_mask_input
 from sequifier.data.stored import StoredWindows, load_split
+from sequifier.export.contract import graph_inputs
 
 
 def stored_format(path: Path) -> str:
@@ -42,6 +44,15 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
             f"stored windows hold {width} items, fewer than the model's context_length + "
             f"target_offset ({contract['context_length']} + {contract['target_offset']})",
         )
+    for layout, definition in contract.get("depth_layouts", {}).items():
+        mask = stored.depth_masks.get(layout)
+        if mask is None or mask.shape[2] != definition["context_length"]:
+            found = "no such layout" if mask is None else f"capacity {mask.shape[2]}"
+            raise UserError(
+                "data_path",
+                f"the model reads depth layout {layout!r} of capacity {definition['context_length']}, "
+                f"but {path} holds {found}",
+            )
     return stored
 
 
@@ -60,22 +71,30 @@ def generation_start(width: int, contract: dict) -> np.ndarray:
     return np.array([width - contract["context_length"]])
 
 
+def window_arrays(stored: StoredWindows) -> dict[str, np.ndarray]:
+    """Every array a model may read from the windows: the columns and, by input name, the depth masks."""
+    return {**stored.columns, **{depth_mask_input(layout): mask for layout, mask in stored.depth_masks.items()}}
+
+
 def model_inputs(
-    columns: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict, starts: np.ndarray | None = None
+    arrays: dict[str, np.ndarray], left_pad: np.ndarray, contract: dict, starts: np.ndarray | None = None
 ) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Inputs of every (window, view starting at `starts`) pair, window-major, typed for the model, and their padding.
 
-    Without `starts`, each window's newest context_length slots.
+    `arrays` holds the model's inputs by name (`window_arrays`); deep columns and depth masks keep their
+    capacity axis. Without `starts`, each window's newest context_length slots.
     """
     context = contract["context_length"]
-    width = next(iter(columns.values())).shape[1]
+    width = next(iter(arrays.values())).shape[1]
     if starts is None:
         starts = generation_start(width, contract)
     slots = starts[:, None] + np.arange(context)
+    types = {"categorical": np.int64, "real": np.float32}
     inputs = {}
-    for name in contract["input_columns"]:
-        kind = contract["columns"][name]["kind"]
-        values = columns[name][:, slots].reshape(-1, context)
-        inputs[name] = np.ascontiguousarray(values.astype(np.int64 if kind == "categorical" else np.float32))
+    for name in graph_inputs(contract):
+        values = arrays[name][:, slots]
+        values = values.reshape(-1, context, *values.shape[3:])
+        kind = contract["columns"][name]["kind"] if name in contract["columns"] else None
+        inputs[name] = np.ascontiguousarray(values.astype(types[kind]) if kind else values)
     padding = np.clip(left_pad[:, None] - starts[None, :], 0, None).reshape(-1).astype(np.int64)
     return inputs, padding

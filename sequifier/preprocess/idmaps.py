@@ -1,6 +1,8 @@
 """Categorical id maps and encoding by them.
 
-A map comes from the data, a static configs/id_maps/<column>.json, or reused metadata.
+A map comes from the data, a static configs/id_maps/<column>.json, or reused metadata. Data values
+spelled `[unknown]` or `[other]` are those reserved tokens (merged with a warning, as 3.x does);
+`[mask]` in the data is refused.
 """
 
 from __future__ import annotations
@@ -15,9 +17,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import SPECIAL_TOKEN_IDS
+from sequifier.data.metadata import FIRST_VALUE_ID, SPECIAL_TOKEN_IDS
+from sequifier.preprocess.progress import log
 
-FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)
 # Reserved ids written into every id map ([mask] is only in special_token_ids and n_classes).
 ID_MAP_RESERVED = {"[unknown]": SPECIAL_TOKEN_IDS["[unknown]"], "[other]": SPECIAL_TOKEN_IDS["[other]"]}
 OTHER_ID = SPECIAL_TOKEN_IDS["[other]"]
@@ -47,8 +49,12 @@ class CategoricalCodes:
 
 
 def data_id_map(values: pa.Array) -> CategoricalMeaning:
-    """Raw value (as string) -> id, data values from 3 in sorted order, then the reserved ids."""
-    id_map = {str(value): index + FIRST_VALUE_ID for index, value in enumerate(values.to_pylist())}
+    """Raw value (as string) -> id, data values from 3 in sorted order, then the reserved ids.
+
+    Values spelled like a reserved token take no id of their own.
+    """
+    names = [name for name in map(str, values.to_pylist()) if name not in SPECIAL_TOKEN_IDS]
+    id_map = {name: index + FIRST_VALUE_ID for index, name in enumerate(names)}
     id_map.update(ID_MAP_RESERVED)
     return CategoricalMeaning(id_map, len(id_map) + 1)
 
@@ -80,9 +86,20 @@ def static_id_map(path: Path) -> CategoricalMeaning:
     return CategoricalMeaning(id_map, max(id_map.values()) + 1)
 
 
-def codes_for(values: pa.Array, meaning: CategoricalMeaning) -> CategoricalCodes:
+def _check_reserved_spellings(column: str, names: list[str]) -> None:
+    """`[mask]` in the data is refused; `[unknown]` and `[other]` are merged into those tokens, with a warning."""
+    if "[mask]" in names:
+        raise UserError(column, "holds the value '[mask]', which is reserved for masking; rename the value in the data")
+    for token in ID_MAP_RESERVED:
+        if token in names:
+            log(f"warning: {column} holds the value {token!r}; it is merged with the reserved token {token}")
+
+
+def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> CategoricalCodes:
     """Ids of the data's distinct values under `meaning`; values it does not know are [other]."""
-    ids = np.array([meaning.id_map.get(str(v), OTHER_ID) for v in values.to_pylist()], dtype=np.int64)
+    names = [str(v) for v in values.to_pylist()]
+    _check_reserved_spellings(column, names)
+    ids = np.array([meaning.id_map.get(name, OTHER_ID) for name in names], dtype=np.int64)
     return CategoricalCodes(values, ids)
 
 

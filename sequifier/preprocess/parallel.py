@@ -1,20 +1,50 @@
-"""Running tasks in this process (n_cores 1) or in forked worker processes, results in task order."""
+"""Running tasks in this process (n_cores 1) or in forked worker processes, results in task order.
+
+Workers end with their parent, even when it is killed with SIGKILL: on Linux through the parent-death
+signal, elsewhere through a thread that watches the parent.
+"""
 
 from __future__ import annotations
 
+import ctypes
 import multiprocessing
+import os
 import pickle
+import signal
+import sys
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
-from functools import partial
+from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
 from sequifier.config.errors import UserError
+from sequifier.preprocess.signals import ignore_in_worker, signals_deferred
 
+PR_SET_PDEATHSIG = 1
+WATCH_EVERY_S = 0.5
 _shared: Any = None
 
 
-def _set_shared(shared: Any) -> None:
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(WATCH_EVERY_S)
+    os._exit(1)
+
+
+def _die_with_parent(parent: int) -> None:
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    else:
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent ended before the signal was armed
+        os._exit(1)
+
+
+def _start_worker(shared: Any, parent: int) -> None:
     global _shared
+    ignore_in_worker()
+    _die_with_parent(parent)
     _shared = shared
 
 
@@ -46,12 +76,32 @@ def run_tasks(fn: Callable[[Any, Any], Any], shared: Any, tasks: Sequence[Any], 
             yield fn(shared, task)
         return
     executor = ProcessPoolExecutor(
-        max_workers=min(n_cores, len(tasks)), mp_context=_context(), initializer=_set_shared, initargs=(shared,)
+        max_workers=min(n_cores, len(tasks)),
+        mp_context=_context(),
+        initializer=_start_worker,
+        initargs=(shared, os.getpid()),
     )
+    finished = False
     try:
-        for ok, value in executor.map(partial(_call, fn), tasks):
+        futures = [executor.submit(_call, fn, task) for task in tasks]  # not map: it cancels futures on failure
+        for future in futures:
+            ok, value = future.result()
             if not ok:
                 raise UserError(*value)
             yield value
+        finished = True
+    except BrokenProcessPool:
+        raise UserError(
+            "n_cores", "a worker process ended abruptly (killed, or out of memory); try fewer n_cores"
+        ) from None
     finally:
-        executor.shutdown(wait=True, cancel_futures=True)
+        with signals_deferred():  # a shutdown cut short leaves workers waiting for tasks that never come
+            if not finished:
+                _stop_workers(executor)
+            executor.shutdown(wait=True)
+
+
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Kill the workers at once instead of letting them finish their tasks (the run has failed)."""
+    for process in list((executor._processes or {}).values()):  # no public way before Python 3.14
+        process.kill()

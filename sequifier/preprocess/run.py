@@ -14,6 +14,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_folder_metadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
+from sequifier.preprocess.depth import DEPTH_PAYLOAD_VERSION, DEPTH_WINDOWS_PER_SHARD
 from sequifier.preprocess.groups import Group, partition, plan_groups
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
@@ -21,9 +22,10 @@ from sequifier.preprocess.parallel import run_tasks
 from sequifier.preprocess.progress import Progress, log
 from sequifier.preprocess.reuse import ReusedMeaning, load_reused
 from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
+from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
-from sequifier.preprocess.staging import Staging, terminate_as_exit
+from sequifier.preprocess.staging import Staging
 from sequifier.preprocess.statistics import Moments, statistics_of
 from sequifier.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
 
@@ -105,18 +107,19 @@ def _fit(
 
 def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) -> list[list[dict]]:
     """Run the write tasks; merged splits are assembled as parts arrive. Returns per split its shard entries."""
-    per_file = 1 if shared.output.merged else (config.batches_per_file or 1)
+    per_file = 1 if shared.output.merged or config.depth_layouts else (config.batches_per_file or 1)
     tasks = [WriteTask(i, tuple(groups[s : s + per_file])) for i, s in enumerate(range(0, len(groups), per_file))]
     merged = [MergedSplitWriter(shared.output, s) for s in range(shared.split.n_splits)] if shared.output.merged else []
     progress = Progress("write", sum(g.rows for g in groups))
     entries: list[list[dict]] = [[] for _ in range(shared.split.n_splits)]
     try:
         for task, results in zip(tasks, run_tasks(write_task, shared, tasks, config.n_cores)):
-            for split, entry in enumerate(results):
-                if entry is not None and merged:
-                    merged[split].append(entry)
-                elif entry is not None:
-                    entries[split].append(entry)
+            for split, split_entries in enumerate(results):
+                for entry in split_entries:
+                    if merged:
+                        merged[split].append(entry)
+                    else:
+                        entries[split].append(entry)
             progress.advance(sum(g.rows for g in task.groups))
     finally:
         for writer in merged:
@@ -153,11 +156,14 @@ def _metadata(
         split_method=config.split_method,
         split_column=config.split_column,
         split_values=list(config.split_values) if config.split_values is not None else None,
+        depth_layouts={name: layout.definition() for name, layout in (config.depth_layouts or {}).items()},
+        tensor_payload_version=DEPTH_PAYLOAD_VERSION if config.depth_layouts else 1,
         extra={"seed": seed} if config.randomize else {},
     )
 
 
 def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
+    staged_metadata = staging.reserve_beside(metadata_path(config))
     reused = load_reused(config)
     columns, source = plan_columns(config, open_source(config), reused)
     _check_static_maps(config, columns)
@@ -174,6 +180,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         parts=staging.parts,
         column_types=dict(columns.types),
         window_length=config.window_length,
+        windows_per_shard=(config.batches_per_file or DEPTH_WINDOWS_PER_SHARD) if config.depth_layouts else None,
     )
     shared = SharedWork(
         columns=columns,
@@ -186,7 +193,8 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         stride=config.effective_window_stride,
         output=form,
     )
-    min_groups = config.n_cores * (1 if config.merge_output else (config.batches_per_file or 1))
+    per_task = 1 if config.merge_output or config.depth_layouts else (config.batches_per_file or 1)
+    min_groups = config.n_cores * per_task
     bounds = plan_groups(scanned.sequence_lengths, min_groups)
     groups = partition(
         source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total)
@@ -194,7 +202,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
     statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)
-    codes = {name: codes_for(scanned.values[name], meaning) for name, meaning in meanings.items()}
+    codes = {name: codes_for(name, scanned.values[name], meaning) for name, meaning in meanings.items()}
     shared = replace(shared, statistics=statistics, codes=codes)
     entries = _write(shared, groups, config)
     metadata = _metadata(config, form, columns, meanings, shared.statistics, normalize, seed)
@@ -209,26 +217,42 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         note = " (empty: no sequence has items in this split)" if samples == 0 else ""
         log(f"split {split}: {samples} windows -> {target}{note}")
         moves.append((staged, target))
-    staged_metadata = staging.root / "metadata.json"
     write_metadata(staged_metadata, metadata)
     moves.append((staged_metadata, metadata_path(config)))
     staging.place(moves)
     return metadata_path(config)
 
 
+def _os_problem(error: OSError) -> str:
+    return error.strerror or " ".join(str(error).split())[:200]
+
+
 def run_preprocess(config: PreprocessConfig) -> Path:
     """Preprocess the input file or folder into stored windows per split; returns the metadata JSON path.
 
-    Outputs appear all together or not at all: an error or interruption leaves none behind.
+    Outputs appear all together or not at all: an error or interruption leaves the previous outputs as they were.
     """
     started = time.perf_counter()
     seed = _seed(config)
     if config.write_format == "pt":
         import torch  # noqa: F401  (once here, not in every forked worker)
-    with terminate_as_exit():
-        staging = Staging(output_folder(config))
+    with signals_as_exit():
+        try:
+            staging = Staging(output_folder(config))
+        except OSError as error:
+            raise UserError(str(output_folder(config)), f"cannot stage outputs there ({_os_problem(error)})") from None
         try:
             path = _preprocess(config, staging, seed)
+        except UserError as error:
+            if not staging.failure_note():
+                raise
+            raise UserError(error.where, error.problem + staging.failure_note()) from None
+        except OSError as error:
+            where = error.filename or str(output_folder(config))
+            raise UserError(str(where), _os_problem(error) + staging.failure_note()) from None
+        except SystemExit:
+            log(f"stopped by a signal{staging.failure_note()}")
+            raise
         finally:
             staging.remove()
     log(f"metadata -> {path} ({time.perf_counter() - started:.2f}s)")

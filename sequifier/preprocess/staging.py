@@ -1,76 +1,187 @@
-"""All-or-nothing outputs: everything is written to a hidden staging folder, then renamed into place (metadata last)."""
+"""All-or-nothing outputs: each output is staged beside its final location, then swapped in one by one.
+
+Split outputs are staged in a hidden folder of the output folder, the metadata JSON beside its final
+path (so every rename stays on one file system, even when `data/` is a link to another disk). The
+swap moves each existing target aside to a backup beside it, renames the staged output into place,
+and, once all are in place, removes the backups; a failure puts every backup back. A record in the
+staging folder names the owner process, the files staged beside targets and the moves of the swap,
+so that the next run removes what a killed run staged and rolls back (or finishes) its swap; nothing
+of a run is touched while its process exists.
+"""
 
 from __future__ import annotations
 
+import json
 import os
-import signal
-import threading
-from contextlib import contextmanager
+import socket
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Iterator
+from typing import Optional
 
-from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
+from sequifier.atomic import (
+    _process_exists,
+    remove_path,
+    remove_stale_temps,
+    replace_durably,
+    temp_path_for,
+    write_text_atomic,
+)
+from sequifier.preprocess.signals import signals_deferred
 
 # The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
 STAGING_NAME = "preprocess"
+RECORD = "run.json"
+KEPT = "; the previous outputs are unchanged"
+
+
+@dataclass(frozen=True)
+class Move:
+    """One output: where it is staged, where it goes, and where the output it replaces waits (None: nothing there)."""
+
+    staged: str
+    target: str
+    backup: Optional[str]
+
+
+def _backup_path(target: Path) -> Path:
+    """Beside the target; not a temp of the target itself, so no atomic write of the target removes it."""
+    return temp_path_for(target.with_name(target.name + ".previous"))
+
+
+def _roll_back(moves: list[Move]) -> list[str]:
+    """Undo the moves, newest first; returns the backups that could not be put back."""
+    stuck = []
+    for move in reversed(moves):
+        staged, target = Path(move.staged), Path(move.target)
+        if not os.path.lexists(staged) and os.path.lexists(target):
+            remove_path(target)  # this run's output, already swapped in
+        if move.backup is not None and os.path.lexists(move.backup):
+            try:
+                os.replace(move.backup, target)
+            except OSError:
+                stuck.append(move.backup)
+    return stuck
+
+
+def _remove_if_there(path: Path) -> None:
+    if os.path.lexists(path):  # false too where a parent is no folder
+        remove_path(path)
+
+
+def _finish(moves: list[Move]) -> None:
+    for move in moves:
+        if move.backup is not None:
+            remove_path(Path(move.backup))
+
+
+def recover_abandoned(output_folder: Path) -> None:
+    """Undo what every run of this host whose process is gone left: staged files, and a swap cut short."""
+    host = socket.gethostname()
+    for record_path in sorted(output_folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}")):
+        try:
+            record = json.loads(record_path.read_text(encoding="utf-8"))
+            moves = [Move(**move) for move in record["moves"]]
+            owner, pid, committed, beside = record["host"], int(record["pid"]), record["committed"], record["beside"]
+        except (OSError, ValueError, TypeError, KeyError):
+            continue  # not a record this version wrote; the folder goes with the other stale temps
+        if owner != host or _process_exists(pid):
+            continue
+        if committed:
+            _finish(moves)
+        else:
+            _roll_back(moves)
+        for staged in beside:  # never swapped in, or already moved away
+            _remove_if_there(Path(staged))
+
+
+def _created_folders(folder: Path) -> list[Path]:
+    """Create `folder` with its missing parents; returns those created, deepest first."""
+    missing = []
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    if missing:
+        missing[0].mkdir(parents=True)
+    return missing
 
 
 class Staging:
-    """A hidden folder inside the output folder (same file system, so renames are atomic); removed at the end."""
+    """The staged outputs of one run, their swap into place, and their removal at the end."""
 
     def __init__(self, output_folder: Path):
-        self.created_output_folder = not output_folder.exists()
-        output_folder.mkdir(parents=True, exist_ok=True)
-        self.output_folder = output_folder
+        recover_abandoned(output_folder)
         remove_stale_temps(output_folder / STAGING_NAME)
+        self.created = _created_folders(output_folder)
         self.root = temp_path_for(output_folder / STAGING_NAME)
         self.root.mkdir()
         self.spill = self.root / "spill"
         self.parts = self.root / "parts"
         self.outputs = self.root / "outputs"
         self.outputs.mkdir()
+        self.beside: list[Path] = []
+        self.moves: list[Move] = []
+        self.had_previous = False
+        self.stuck: list[str] = []
+        self._record(committed=False)
 
-    def place(self, moves: list[tuple[Path, Path]]) -> None:
-        """Rename each staged path onto its target durably, in order; an existing target folder is replaced whole.
+    def reserve_beside(self, target: Path) -> Path:
+        """A staged file beside `target`, created now so that an unwritable folder fails before any work is done."""
+        self.created += _created_folders(target.parent)
+        remove_stale_temps(target)
+        staged = temp_path_for(target)
+        self.beside.append(staged)
+        self._record(committed=False)
+        staged.touch(exist_ok=False)
+        self.had_previous = self.had_previous or os.path.lexists(target)
+        return staged
 
-        If a rename fails after others succeeded, every target is removed so that no mix of
-        old and new outputs remains.
+    def _record(self, committed: bool) -> None:
+        """What the next run needs if this process is killed: the owner, the files beside targets, the swap."""
+        record = {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "beside": [str(path) for path in self.beside],
+            "moves": [asdict(move) for move in self.moves],
+            "committed": committed,
+        }
+        write_text_atomic(self.root / RECORD, json.dumps(record))
+
+    def place(self, pairs: list[tuple[Path, Path]]) -> None:
+        """Swap each staged output in for its target, in order; an existing file or folder is replaced whole.
+
+        If any step fails, every target gets back what it held before and the error is raised. Ctrl-C and
+        SIGTERM wait until the swap (or its rollback) is done; SIGKILL is what the journal is for.
         """
-        placed = False
-        try:
-            for index, (staged, target) in enumerate(moves):
-                target.parent.mkdir(parents=True, exist_ok=True)
-                if target.is_dir() and not target.is_symlink():
-                    os.replace(target, self.root / f"replaced-{index}")
-                replace_durably(staged, target)
-                placed = True
-        except BaseException:
-            if placed:
-                for _, target in moves:
-                    remove_path(target)
-            raise
+        for staged, target in pairs:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            backup = _backup_path(target) if os.path.lexists(target) else None
+            self.moves.append(Move(str(staged), str(target), None if backup is None else str(backup)))
+        with signals_deferred():
+            self._record(committed=False)
+            try:
+                for move in self.moves:
+                    if move.backup is not None:
+                        os.replace(move.target, move.backup)
+                    replace_durably(Path(move.staged), Path(move.target))
+                self._record(committed=True)
+            except BaseException:
+                self.stuck = _roll_back(self.moves)
+                raise
+            _finish(self.moves)
+
+    def failure_note(self) -> str:
+        """What a failed run says about the outputs that were there before it."""
+        if self.stuck:
+            return f"; previous outputs could not all be restored, they wait in {', '.join(self.stuck)}"
+        return KEPT if self.had_previous else ""
 
     def remove(self) -> None:
+        """Remove what this run staged, and the folders it created that stayed empty."""
+        for staged in self.beside:
+            _remove_if_there(staged)
         remove_path(self.root)
-        if self.created_output_folder:
+        for folder in self.created:
             try:
-                self.output_folder.rmdir()
+                folder.rmdir()
             except OSError:
-                pass
-
-
-@contextmanager
-def terminate_as_exit() -> Iterator[None]:
-    """While active, SIGTERM raises SystemExit in the main thread, so staged files get removed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def _exit(signum, frame):
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, _exit)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+                pass  # not empty, or gone

@@ -21,8 +21,9 @@ class Moments:
     def of(values: np.ndarray) -> "Moments":
         if values.size == 0:
             return Moments()
-        mean = float(values.mean())
-        return Moments(int(values.size), mean, float(np.square(values - mean).sum()))
+        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused by statistics_of, naming the column
+            mean = float(values.mean())
+            return Moments(int(values.size), mean, float(np.square(values - mean).sum()))
 
     def merged(self, other: "Moments") -> "Moments":
         """Moments of both sets of values together (Chan et al.'s pairwise update)."""
@@ -37,8 +38,15 @@ class Moments:
 
 
 def statistics_of(name: str, moments: Moments) -> dict[str, float]:
-    """Mean and sample standard deviation (ddof=1; 0 for a single value)."""
+    """Mean and sample standard deviation (ddof=1; 0 for a single value); both must be finite."""
     if moments.count == 0:
         raise UserError(name, "no values in split 0 to fit normalization on (set normalize_on_all_data: true)")
-    std = float(np.sqrt(moments.m2 / (moments.count - 1))) if moments.count > 1 else 0.0
+    with np.errstate(over="ignore", invalid="ignore"):
+        std = float(np.sqrt(moments.m2 / (moments.count - 1))) if moments.count > 1 else 0.0
+    if not (np.isfinite(moments.mean) and np.isfinite(std)):
+        raise UserError(
+            name,
+            f"normalization overflows (mean {moments.mean}, std {std}): the values are too large for float64 "
+            "arithmetic (near ±1e308, or a corrupted file); rescale the column or list it in categorical_columns",
+        )
     return {"mean": moments.mean, "std": std}

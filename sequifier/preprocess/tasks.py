@@ -11,6 +11,7 @@ import pyarrow.compute as pc
 from sequifier.data.metadata import normalize_values
 from sequifier.data.stored import StoredWindows, concat_windows
 from sequifier.preprocess.columns import ColumnPlan
+from sequifier.preprocess.depth import Items, item_masks, item_values, load_items
 from sequifier.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout
 from sequifier.preprocess.idmaps import CategoricalCodes
 from sequifier.preprocess.outputs import OutputForm, write_task_split
@@ -42,8 +43,19 @@ class WriteTask:
     groups: tuple[Group, ...]
 
 
-def _real_values(group: SortedGroup, name: str) -> np.ndarray:
-    return group.table.column(name).to_numpy().astype(np.float64, copy=False)
+def _real_values(table: pa.Table, name: str) -> np.ndarray:
+    return table.column(name).to_numpy().astype(np.float64, copy=False)
+
+
+def _loaded(shared: SharedWork, group: Group, columns: list[str] | None = None) -> tuple[pa.Table, SortedGroup, Items]:
+    """The group's rows, its items as a sorted group (one row each) and, with a depth layout, which item and
+    slot each row (a child) fills; without one every row is an item."""
+    layout = shared.columns.layout
+    if layout is None:
+        loaded = load_sorted(group, columns)
+        return loaded.table, loaded, None
+    items = load_items(group, shared.columns, columns)
+    return items.children, items.group, items
 
 
 @dataclass(frozen=True)
@@ -58,51 +70,59 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     """Moments of the real columns and distinct values of the categorical ones over the rows used for fitting.
 
     Those are the rows of split 0, or all rows (including any in no split) with normalize_on_all_data, as in 3.x.
+    With a depth layout a shallow real counts once per item, a deep real once per occupied slot.
     """
     columns = shared.columns
     wanted = list(dict.fromkeys([*columns.real, *columns.categorical, *filter(None, [shared.split.split_column])]))
-    loaded = load_sorted(group, wanted)
-    fit_rows = None if shared.fit_on_all_data else row_splits(shared.split, loaded) == 0
+    rows, item_group, items = _loaded(shared, group, wanted)
+    fit_items = None if shared.fit_on_all_data else row_splits(shared.split, item_group) == 0
+    fit_rows = fit_items[items.item_of_row] if items is not None and fit_items is not None else fit_items
     moments = {}
     for name in columns.real:
-        values = _real_values(loaded, name)
-        moments[name] = Moments.of(values if fit_rows is None else values[fit_rows])
+        deep = name in columns.deep
+        values = _real_values(rows if deep else item_group.table, name)
+        chosen = fit_rows if deep else fit_items
+        moments[name] = Moments.of(values if chosen is None else values[chosen])
     distinct = {}
     for name in columns.categorical:
-        column = loaded.table.column(name)
+        column = rows.column(name)
         distinct[name] = pc.unique(column if fit_rows is None else column.filter(pa.array(fit_rows)))
     return GroupFit(moments, distinct)
 
 
-def _encoded(shared: SharedWork, group: SortedGroup) -> dict[str, np.ndarray]:
+def _encoded(shared: SharedWork, rows: pa.Table, items: Items | None) -> dict[str, np.ndarray]:
+    """Encoded values per item: a value per selected column, [capacity] slots per deep column."""
     values = {}
     for name in shared.columns.selected:
         if name in shared.codes:
-            values[name] = shared.codes[name].encode(group.table.column(name))
+            encoded = shared.codes[name].encode(rows.column(name))
         else:
-            raw = _real_values(group, name)
-            values[name] = normalize_values(raw, shared.statistics[name]) if shared.normalize else raw
+            raw = _real_values(rows, name)
+            encoded = normalize_values(raw, shared.statistics[name]) if shared.normalize else raw
+        values[name] = encoded if items is None else item_values(items, encoded, name in shared.columns.deep)
     return values
 
 
 def _group_windows(shared: SharedWork, group: Group) -> list[StoredWindows]:
-    loaded = load_sorted(group)
+    rows, loaded, items = _loaded(shared, group)
     splits = row_splits(shared.split, loaded)
-    values = _encoded(shared, loaded)
+    values = _encoded(shared, rows, items)
+    masks = {shared.columns.layout_name: item_masks(items)} if items is not None else {}
     per_split = []
     for split in range(shared.split.n_splits):
-        rows = np.flatnonzero(splits == split)
-        sequence_ids, positions = loaded.sequence_ids[rows], loaded.item_positions[rows]
+        chosen = np.flatnonzero(splits == split)
+        sequence_ids, positions = loaded.sequence_ids[chosen], loaded.item_positions[chosen]
         starts, lengths = sequence_layout(sequence_ids)
         per_split.append(
             build_split_windows(
-                {name: column[rows] for name, column in values.items()},
+                {name: column[chosen] for name, column in values.items()},
                 sequence_ids,
                 positions,
                 part_starts=starts,
                 part_lengths=lengths,
                 window_length=shared.window_length,
                 stride=shared.stride,
+                depth_masks={layout: mask[chosen] for layout, mask in masks.items()},
             )
         )
     return per_split

@@ -17,7 +17,6 @@ from reference_helpers import REFERENCE_DIR
 
 import sequifier.preprocess.outputs as outputs_module
 import sequifier.preprocess.run as run_module
-import sequifier.preprocess.staging as staging_module
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.preprocess import run_preprocess
@@ -70,7 +69,7 @@ def reused_metadata(column_types: dict[str, str]) -> dict:
     categorical = [c for c, t in column_types.items() if t == "Int64"]
     data["column_data_types"] = column_types
     data["id_maps"] = {c: {"e0": 3, "e1": 4, "[unknown]": 0, "[other]": 1} for c in categorical}
-    data["n_classes"] = {c: 6 for c in categorical}
+    data["n_classes"] = {c: 5 for c in categorical}
     data["selected_columns_statistics"] = {c: {"mean": 0.5, "std": 0.25} for c in column_types if c not in categorical}
     return data
 
@@ -356,12 +355,12 @@ CASES = [
         "cannot tell",
     ),
     (
-        "depth layouts",
-        {"depth_layouts": {"deep": {"columns": ["event"]}}},
+        "depth layout without its position column",
+        {"depth_layouts": {"deep": {"columns": ["event"], "context_length": 4}}},
         ONLY_DATA,
         None,
-        "depth_layouts",
-        "not supported yet",
+        "depth_layouts.deep.position_column",
+        "required field is missing",
     ),
     (
         "id column selected",
@@ -454,11 +453,12 @@ def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
 
     def broken_write(path, metadata):
-        raise OSError("disk full")
+        raise OSError(28, "No space left on device", str(path))
 
     monkeypatch.setattr(run_module, "write_metadata", broken_write)
-    with pytest.raises(OSError):
+    with pytest.raises(UserError, match="No space left on device") as error:
         run_preprocess(load_preprocess_config(config_path))
+    assert "events.json" in error.value.where
     assert leftovers(tmp_path, {DATA, CONFIG}) == []
 
 
@@ -481,24 +481,6 @@ def test_interrupted_write_leaves_nothing_behind(form, tmp_path, monkeypatch):
 
     monkeypatch.setattr("sequifier.preprocess.tasks.write_task_split", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        run_preprocess(load_preprocess_config(config_path))
-    assert leftovers(tmp_path, {DATA, CONFIG}) == []
-
-
-def test_failed_rename_removes_all_outputs(tmp_path, monkeypatch):
-    config_path = build_project(tmp_path, {"merge_output": False}, ONLY_DATA, None)
-    monkeypatch.chdir(tmp_path)
-    run_preprocess(load_preprocess_config(config_path))
-    real_replace = staging_module.os.replace
-    final_metadata = tmp_path / "configs" / "metadata_configs" / "events.json"
-
-    def replace_then_fail(source, target):
-        if Path(target) == final_metadata:
-            raise OSError("rename failed")
-        real_replace(source, target)
-
-    monkeypatch.setattr(staging_module.os, "replace", replace_then_fail)
-    with pytest.raises(OSError):
         run_preprocess(load_preprocess_config(config_path))
     assert leftovers(tmp_path, {DATA, CONFIG}) == []
 

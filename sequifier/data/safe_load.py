@@ -1,0 +1,36 @@
+"""Loading PT files that may come from anywhere: torch.load with weights_only=True, every failure one line."""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+from typing import Any
+
+from sequifier.config.errors import UserError
+
+# torch wraps the unpickler's finding in advice lines; these start them.
+_ADVICE = ("Weights only load failed", "Please file an issue", "Check the documentation")
+
+
+def _finding(error: pickle.UnpicklingError) -> str:
+    lines = [line.strip() for line in str(error).splitlines()]
+    found = [line for line in lines if line and not line.startswith(_ADVICE)]
+    return (found[0] if found else type(error).__name__)[:200]
+
+
+def load_weights_only(path: Path, what: str) -> Any:
+    """The data of the PT file `path` (a `what`, for messages); no code in it runs.
+
+    UserError naming the file: for a pickle the safe unpickler refuses (objects other than tensors
+    and plain data, or bytes that are no pickle at all), and for every other reason it cannot be read.
+    """
+    import torch
+
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as error:
+        raise UserError(
+            str(path), f"not a readable {what}: unpickling with weights_only=True failed ({_finding(error)})"
+        ) from None
+    except Exception as error:  # a damaged zip or pickle raises many kinds of errors
+        raise UserError(str(path), f"not a readable {what} ({' '.join(str(error).split())[:200]})") from None

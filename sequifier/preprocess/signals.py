@@ -1,0 +1,53 @@
+"""Ctrl-C and SIGTERM during preprocess: both end the run with exit code 128 + signal (no traceback) after
+the staged outputs are removed, and steps that must not be cut (swapping outputs in, stopping workers) hold
+them back until they are done. Workers ignore both: the parent stops them.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from contextlib import contextmanager
+from typing import Iterator
+
+STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+
+@contextmanager
+def signals_deferred() -> Iterator[None]:
+    """While active, SIGINT and SIGTERM are held back; the first one that arrived is raised again at the end."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    arrived: list[int] = []
+    previous = {signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in STOPPING}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if arrived:
+            signal.raise_signal(arrived[0])
+
+
+@contextmanager
+def signals_as_exit() -> Iterator[None]:
+    """While active, SIGINT and SIGTERM raise SystemExit(128 + signal) in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def _exit(signum, frame):
+        raise SystemExit(128 + signum)
+
+    previous = {signum: signal.signal(signum, _exit) for signum in STOPPING}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def ignore_in_worker() -> None:
+    for signum in STOPPING:
+        signal.signal(signum, signal.SIG_IGN)

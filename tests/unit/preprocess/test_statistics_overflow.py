@@ -1,0 +1,54 @@
+"""Statistics that overflow float64 (values near ±1e308, a corrupted page) are refused with the column named."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from sequifier.config.errors import UserError
+from sequifier.config.preprocess import load_preprocess_config
+from sequifier.preprocess import run_preprocess
+from sequifier.preprocess.statistics import Moments, statistics_of
+
+
+def _project(root: Path, amounts: np.ndarray) -> Path:
+    (root / "data").mkdir(parents=True)
+    rows = amounts.size
+    table = pa.table(
+        {
+            "sequenceId": np.repeat(np.arange(rows // 10), 10),
+            "itemPosition": np.tile(np.arange(10), rows // 10),
+            "amount": amounts,
+            "event": ["a", "b"] * (rows // 2),
+        }
+    )
+    pq.write_table(table, root / "data" / "events.parquet")
+    config = {"project_root": str(root), "preprocessing_data_path": "data/events.parquet", "window_length": 4}
+    (root / "preprocess.yaml").write_text(yaml.safe_dump(config))
+    return root / "preprocess.yaml"
+
+
+@pytest.mark.parametrize(
+    "big",
+    [[1.5e308, -1.6e308, 1.7e308], [1.7e308, 1.7e308, 1.7e308]],
+    ids=["spread-overflows-the-variance", "sum-overflows-the-mean"],
+)
+def test_values_near_the_float_limit_are_refused_naming_the_column(big, tmp_path):
+    amounts = np.linspace(0.0, 1.0, 40)
+    amounts[[1, 2, 5]] = big
+    with pytest.raises(UserError, match="overflow") as error:
+        run_preprocess(load_preprocess_config(_project(tmp_path, amounts)))
+    assert error.value.where == "amount"
+    assert not (tmp_path / "configs" / "metadata_configs" / "events.json").exists()
+
+
+def test_finite_moments_of_large_values_are_kept():
+    values = np.array([1e150, 2e150, 3e150])
+    merged = Moments.of(values[:1]).merged(Moments.of(values[1:]))
+    statistics = statistics_of("amount", merged)
+    assert statistics == pytest.approx({"mean": 2e150, "std": 1e150})
