@@ -9,11 +9,18 @@ from sequifier.config.schema import BackboneConfig, IngestionConfig, InterfaceCo
 
 @dataclass(frozen=True)
 class ColumnSpec:
-    """What the model needs to know about one column."""
+    """What the model needs to know about one column; a deep column has one value per child slot of its layout."""
 
     name: str
     kind: str  # "categorical" or "real"
     n_classes: int = 0
+    layout: str | None = None  # the depth layout of a deep column
+    capacity: int = 0  # child slots per item of that layout
+
+
+def depth_mask_input(layout: str) -> str:
+    """Name of the [batch, time, capacity] boolean input marking the valid child slots of `layout`."""
+    return f"depth_valid_masks.{layout}"
 
 
 @dataclass(frozen=True)
@@ -40,7 +47,14 @@ class NetworkSpec:
     def execution_only(self) -> NetworkSpec:
         """Without the initialization settings: what running trained weights needs (a PT bundle stores this)."""
         interfaces = {
-            name: replace(spec, config=replace(spec.config, ingestion=_without_initialization(spec.config.ingestion)))
+            name: replace(
+                spec,
+                config=replace(
+                    spec.config,
+                    ingestion=_without_initialization(spec.config.ingestion),
+                    decoder=replace(spec.config.decoder, initialization=None),
+                ),
+            )
             for name, spec in self.interfaces.items()
         }
         backbone = replace(self.backbone, initialization=None, initialization_seed=None)

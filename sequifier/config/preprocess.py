@@ -32,6 +32,27 @@ PARQUET = {"pq": "parquet"}
 
 
 @dataclass(frozen=True, kw_only=True)
+class DepthLayoutConfig:
+    """A named depth layout: the raw rows sharing one (sequenceId, itemPosition) become one item with child slots."""
+
+    position_column: str = option(doc="integer column giving each child row's position within its item")
+    columns: tuple[str, ...] = option(doc="deep columns: one value per child (selected columns)")
+    context_length: int = option(doc="capacity: child slots per item")
+    position_base: int = option(0, "child position stored in slot 0 (slot = position - position_base)")
+    allow_gaps: bool = option(False, "allow unoccupied slots between occupied ones (else they form a prefix)")
+
+    def definition(self) -> dict[str, Any]:
+        """The layout as the metadata records it (the 3.x key order)."""
+        return {
+            "position_column": self.position_column,
+            "columns": list(self.columns),
+            "context_length": self.context_length,
+            "position_base": self.position_base,
+            "allow_gaps": self.allow_gaps,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
 class PreprocessConfig:
     """A preprocess config; once loaded, both paths are absolute `Path`s and read_format and window_stride are set."""
 
@@ -86,7 +107,9 @@ class PreprocessConfig:
     metadata_config_path: Optional[str] = option(
         None, "an earlier metadata config to reuse id maps and statistics from"
     )
-    depth_layouts: Optional[dict[str, Any]] = option(None, "per-column depth layouts")
+    depth_layouts: Optional[dict[str, DepthLayoutConfig]] = option(
+        None, "named depth layouts: child rows of one item stored as [capacity] slots (pt output; at most one)"
+    )
 
     @property
     def data_name(self) -> str:
@@ -101,6 +124,11 @@ class PreprocessConfig:
     @property
     def n_splits(self) -> int:
         return len(self.split_ratios)
+
+    @property
+    def depth_layout(self) -> Optional[tuple[str, DepthLayoutConfig]]:
+        """The one depth layout (name, definition), if any."""
+        return next(iter(self.depth_layouts.items())) if self.depth_layouts else None
 
 
 def load_preprocess_config(
@@ -163,7 +191,41 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
     if config.read_format == "pt":
         problems.add("read_format", "reading pt input is not supported (use csv or parquet)")
     if config.depth_layouts:
-        problems.add("depth_layouts", "depth layouts are not supported yet")
+        _check_depth_layouts(config, problems)
+
+
+def _check_depth_layouts(config: PreprocessConfig, problems: ProblemList) -> None:
+    """The rules of 3.x for raw depth layouts that need no data."""
+    if len(config.depth_layouts) > 1:
+        problems.add(
+            "depth_layouts", f"at most one depth layout per preprocessing run, got {len(config.depth_layouts)}"
+        )
+    if config.write_format != "pt" or config.merge_output:
+        problems.add("depth_layouts", "are written as pt shards only: set write_format: pt and merge_output: false")
+    if config.max_rows is not None:
+        problems.add("max_rows", "cannot be combined with depth_layouts (it counts rows, not items)")
+    selected = config.selected_columns
+    for name, layout in config.depth_layouts.items():
+        where = f"depth_layouts.{name}"
+        if layout.context_length < 1:
+            problems.add(f"{where}.context_length", f"must be at least 1, got {layout.context_length}")
+        if not layout.columns or len(set(layout.columns)) != len(layout.columns):
+            problems.add(f"{where}.columns", "must list at least one column, each once")
+        position = layout.position_column
+        roles = {
+            **{column: "a selected column" for column in selected or ()},
+            **{column: "a deep column" for column in layout.columns},
+            config.split_column: "the split_column",
+            **{column: "an identifier" for column in ID_COLUMNS},
+        }
+        if position in roles:
+            problems.add(
+                f"{where}.position_column",
+                f"{position!r} is {roles[position]}; the depth position is read on its own and cannot be a feature",
+            )
+        for column in layout.columns:
+            if selected is not None and column not in selected:
+                problems.add(f"{where}.columns", f"{column!r} is not a selected column")
 
 
 def _check_output_form(config: PreprocessConfig, problems: ProblemList) -> None:

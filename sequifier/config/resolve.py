@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sequifier.config.depth import check_depth, deep_columns
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig
@@ -18,6 +19,7 @@ PART_CONTRACT = (
     "selected_columns_statistics",
     "normalize_real_columns",
     "window_length",
+    "depth_layouts",
 )
 
 
@@ -139,6 +141,7 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
         if first is None:
             continue
         dataset_columns = _column_specs(first.metadata, interface, dataset.model_interface, first.metadata_path)
+        check_depth(config, dataset.model_interface, dataset_columns, first.metadata.depth_layouts, first.metadata_path)
         for target, criterion in dataset.criterion.items():
             if CRITERIA[criterion] != dataset_columns[target].kind:
                 raise UserError(
@@ -234,6 +237,7 @@ def _column_specs(
     metadata: DatasetMetadata, interface: InterfaceConfig, interface_name: str, source: Path
 ) -> dict[str, ColumnSpec]:
     specs = {}
+    deep = deep_columns(metadata.depth_layouts)
     for role in ("input_columns", "target_columns"):
         for column in getattr(interface, role):
             if column not in metadata.column_data_types:
@@ -242,8 +246,9 @@ def _column_specs(
                     f"model.interfaces.{interface_name}.{role}",
                     f"column {column!r} is not in the preprocessed data {source} (columns: {known})",
                 )
+            layout, capacity = deep.get(column, (None, 0))
             if column in metadata.categorical_columns:
-                specs[column] = ColumnSpec(column, "categorical", metadata.n_classes[column])
+                specs[column] = ColumnSpec(column, "categorical", metadata.n_classes[column], layout, capacity)
             else:
-                specs[column] = ColumnSpec(column, "real")
+                specs[column] = ColumnSpec(column, "real", 0, layout, capacity)
     return specs

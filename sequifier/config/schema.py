@@ -76,12 +76,15 @@ PARAMETER_GROUPS = (
     "feed_forward.down",
     "normalization",
     "position",
-    "embedding",
+    "embedding.categorical",
+    "embedding.real",
     "ingestion.output_projection",
     "adapter",
-    "merge",
+    "merge.projection",
+    "merge.gate",
     "free_parameter",
-    "decoder",
+    "decoder.hidden",
+    "decoder.output",
 )
 INIT_METHODS = (
     "xavier_uniform",
@@ -91,21 +94,30 @@ INIT_METHODS = (
     "normal",
     "trunc_normal",
     "uniform",
+    "constant",
     "zeros",
     "ones",
     "preserve",
 )
+# Initializer names of sequifier 3.x -> the method they are here.
+INIT_METHOD_ALIASES = {
+    "xavier": "xavier_uniform",
+    "glorot": "xavier_uniform",
+    "glorot_uniform": "xavier_uniform",
+    "glorot_normal": "xavier_normal",
+}
 SPECIAL_TOKENS = ("unknown", "other", "mask")
 
 
 @frozen
 class InitMethodConfig:
-    method: str = option(doc="initializer", choices=INIT_METHODS)
+    method: str = option(doc="initializer", choices=INIT_METHODS, aliases=INIT_METHOD_ALIASES)
     gain: Optional[float] = option(None, "gain of xavier initializers")
     mean: Optional[float] = option(None, "mean of normal initializers")
     std: Optional[float] = option(None, "standard deviation of normal initializers")
     a: Optional[float] = option(None, "lower bound (uniform) or negative slope (kaiming)")
     b: Optional[float] = option(None, "upper bound of uniform")
+    value: Optional[float] = option(None, "value of constant")
     mode: Optional[str] = option(None, "kaiming fan mode", choices=("fan_in", "fan_out"))
     nonlinearity: Optional[str] = option(
         None, "kaiming nonlinearity", choices=("relu", "leaky_relu", "linear", "tanh", "sigmoid")
@@ -166,10 +178,19 @@ class IngestionConfig:
 class DecoderConfig:
     type: str = option("linear", "decoder kind", choices=("linear", "mlp"))
     prediction_length: int = option(1, "number of final positions of each view that are predicted")
-    support: int = option(1, "decoder support")
+    support: int = option(
+        1, "consecutive backbone states each output reads, ending at its own position (a sliding window)"
+    )
     hidden_dims: Optional[tuple[int, ...]] = option(None, "hidden widths of an mlp decoder (default: one of dim_model)")
     activation: str = option(
         "relu", "activation after each hidden layer of an mlp decoder", choices=("relu", "gelu", "silu")
+    )
+    dropout: float = option(0.0, "dropout after each hidden layer of an mlp decoder")
+    hidden_weight_l2: float = option(
+        0.0, "L2 penalty on the hidden-layer weights of an mlp decoder, added to the optimized loss"
+    )
+    initialization: Optional[dict[str, InitTargetsConfig]] = option(
+        None, "initializer overrides for the decoder (it inherits the backbone's)"
     )
 
 
@@ -269,6 +290,19 @@ class EvaluationConfig:
 
 
 @frozen
+class ResumeConfig:
+    policy: str = option(
+        "never",
+        "never: start fresh; if_exists: continue from the run's latest checkpoint when there is one; "
+        "required: continue from checkpoint_path",
+        choices=("never", "if_exists", "required"),
+    )
+    checkpoint_path: Optional[str] = option(
+        None, "checkpoint to continue from (required with policy required; default: the run's latest)"
+    )
+
+
+@frozen
 class GlobalTrainingConfig:
     read_format: str = option("parquet", "stored form of the preprocessed data", choices=("parquet", "pt"))
     training_objective: str = option("causal", "training objective", choices=("causal",))
@@ -295,7 +329,10 @@ class GlobalTrainingConfig:
     save_latest_interval_minutes: Optional[float] = option(
         None, "refresh only the rolling latest checkpoint every N minutes"
     )
-    save_interval_val_loss: bool = option(False, "timed and batch snapshots also run validation and record its loss")
+    save_interval_val_loss: bool = option(
+        True, "timed and batch snapshots also run validation and record its loss (needs evaluation)"
+    )
+    resume: ResumeConfig = nested(ResumeConfig, "whether and from which checkpoint the run continues (null: never)")
     early_stopping_patience: Optional[int] = option(
         None, "stop after N epochs without improvement of the monitored metric"
     )

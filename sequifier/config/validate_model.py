@@ -33,13 +33,14 @@ def check_model(model: ModelConfig, context_length: int, problems: ProblemList) 
 
 def check_selectors(selectors: tuple[str, ...], where: str, problems: ProblemList) -> None:
     """Selectors name a semantic parameter group, or a dotted prefix of one (`feed_forward`)."""
+    prefixes = {group.rsplit(".", 1)[0] for group in PARAMETER_GROUPS if "." in group}
     for selector in selectors:
         if not any(group == selector or group.startswith(selector + ".") for group in PARAMETER_GROUPS):
             allowed = ", ".join(PARAMETER_GROUPS)
             problems.add(
                 where,
                 f"{selector!r} is not a parameter group; choose from {allowed}"
-                + did_you_mean(selector, PARAMETER_GROUPS),
+                + did_you_mean(selector, sorted(prefixes) + list(PARAMETER_GROUPS)),
             )
 
 
@@ -105,11 +106,15 @@ def _check_layer_groups(architecture: ArchitectureConfig, where: str, problems: 
 
 
 def _check_initialization(node, path: str, problems: ProblemList) -> None:
-    seed = node.initialization_seed
+    seed = getattr(node, "initialization_seed", None)  # a decoder has overrides but no seed
     if seed is not None and not 0 <= seed <= MAX_SEED:
         problems.add(f"{path}.initialization_seed", f"must be an integer from 0 to 2**63-1, got {seed}")
-    for group in node.initialization or {}:
+    for group, targets in (node.initialization or {}).items():
         check_selectors((group,), f"{path}.initialization.{group}", problems)
+        for target in ("weight", "bias"):
+            method = getattr(targets, target)
+            if method is not None and method.method == "constant" and method.value is None:
+                problems.add(f"{path}.initialization.{group}.{target}.value", "constant needs the value to set")
 
 
 def _check_interface(interface: InterfaceConfig, path: str, context_length: int, problems: ProblemList) -> None:
@@ -137,10 +142,28 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
             f"{path}.decoder.prediction_length",
             f"must be between 1 and context_length {context_length}, got {decoder.prediction_length}",
         )
-    if decoder.hidden_dims is not None and decoder.type != "mlp":
-        problems.add(f"{path}.decoder.hidden_dims", "only an mlp decoder has hidden layers")
-    if decoder.activation != "relu" and decoder.type != "mlp":
-        problems.add(f"{path}.decoder.activation", "only an mlp decoder has an activation")
+    if decoder.support < 1:
+        problems.add(f"{path}.decoder.support", f"must be at least 1, got {decoder.support}")
+    elif decoder.prediction_length + decoder.support - 1 > context_length:
+        problems.add(
+            f"{path}.decoder.support",
+            f"each of the {decoder.prediction_length} predicted positions reads {decoder.support} states, so "
+            f"prediction_length + support - 1 must not exceed context_length {context_length}",
+        )
+    if decoder.type != "mlp":
+        for key, default, what in (
+            ("hidden_dims", None, "hidden layers"),
+            ("activation", "relu", "an activation"),
+            ("dropout", 0.0, "a dropout"),
+            ("hidden_weight_l2", 0.0, "hidden weights to penalize"),
+        ):
+            if getattr(decoder, key) != default:
+                problems.add(f"{path}.decoder.{key}", f"only an mlp decoder has {what}")
+    if not 0.0 <= decoder.dropout < 1.0:
+        problems.add(f"{path}.decoder.dropout", f"must be in [0, 1), got {decoder.dropout}")
+    if decoder.hidden_weight_l2 < 0:
+        problems.add(f"{path}.decoder.hidden_weight_l2", f"must not be negative, got {decoder.hidden_weight_l2}")
+    _check_initialization(decoder, f"{path}.decoder", problems)
     _check_ingestion(interface.ingestion, f"{path}.ingestion", set(interface.input_columns), problems, root=True)
 
 
@@ -174,6 +197,13 @@ def _check_ingestion(node: IngestionConfig, path: str, inputs: set[str], problem
             problems.add(f"{path}.architecture", "a depth_transformer needs its own architecture")
         else:
             check_architecture(node.architecture, f"{path}.architecture", problems)
+            for key in ("max_context_length", "positional_encoding_scope"):
+                if getattr(node.architecture, key) is not None:
+                    problems.add(
+                        f"{path}.architecture.{key}",
+                        "does not apply to a depth encoder: it reads the CLS and the layout's child slots "
+                        "(capacity + 1 positions)",
+                    )
     elif node.architecture is not None or node.layout is not None:
         problems.add(path, "layout and architecture belong to a depth_transformer")
     if root:

@@ -8,18 +8,20 @@ rank-padding repeat.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from sequifier.config.network import depth_mask_input
 from sequifier.data.stored import StoredWindows
 
 
 @dataclass(frozen=True)
 class WindowTensors:
-    """Stored windows as tensors: values [N, W] per column plus per-window bounds [N]."""
+    """Stored windows as tensors: values [N, W] per column ([N, W, capacity] for deep columns, with the
+    valid-slot mask of each depth layout) plus per-window bounds [N]."""
 
     columns: dict[str, Tensor]
     left_pad_lengths: Tensor
@@ -28,6 +30,7 @@ class WindowTensors:
     sequence_ids: Tensor
     subsequence_ids: Tensor
     start_item_positions: Tensor
+    depth_masks: dict[str, Tensor] = field(default_factory=dict)
 
     @property
     def width(self) -> int:
@@ -54,6 +57,7 @@ def to_tensors(stored: StoredWindows, categorical: set[str]) -> WindowTensors:
         sequence_ids=torch.from_numpy(stored.sequence_ids.astype(np.int64)),
         subsequence_ids=torch.from_numpy(stored.subsequence_ids.astype(np.int64)),
         start_item_positions=torch.from_numpy(start.astype(np.int64)),
+        depth_masks={layout: torch.from_numpy(mask) for layout, mask in stored.depth_masks.items()},
     )
 
 
@@ -90,7 +94,8 @@ def training_views(windows: WindowTensors, shape: ViewShape) -> tuple[Tensor, Te
 
 @dataclass(frozen=True)
 class Batch:
-    """Inputs [B, C]; targets, their persistence values and the counted-target mask [B, D] (D decoded positions)."""
+    """Inputs [B, C] ([B, C, capacity] for deep columns and the depth masks, named by `depth_mask_input`);
+    targets, their persistence values and the counted-target mask [B, D] (D decoded positions)."""
 
     inputs: dict[str, Tensor]
     targets: dict[str, Tensor]
@@ -118,8 +123,10 @@ def gather_batch(
     if sample_valid is not None:
         valid &= sample_valid[:, None]
     padding = (windows.left_pad_lengths[window_index] - input_start).clamp(min=0)
+    inputs = {c: windows.columns[c][rows, input_slots] for c in input_columns}
+    inputs.update({depth_mask_input(layout): mask[rows, input_slots] for layout, mask in windows.depth_masks.items()})
     return Batch(
-        inputs={c: windows.columns[c][rows, input_slots] for c in input_columns},
+        inputs=inputs,
         targets={c: windows.columns[c][rows, target_slots] for c in target_columns},
         persistence={c: windows.columns[c][rows, target_slots - shape.target_offset] for c in target_columns},
         target_valid=valid,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sequifier.config.network import ColumnSpec
@@ -19,17 +20,35 @@ def predictable_class_ids(column: ColumnSpec, allowed_special: tuple[str, ...]) 
     return [i for i in range(column.n_classes) if i not in special]
 
 
+class PenalizedLinear(nn.Linear):
+    """A linear layer whose weight adds `strength` x ||weight||^2 to the optimized loss, through its gradient."""
+
+    def __init__(self, in_features: int, out_features: int, strength: float):
+        super().__init__(in_features, out_features)
+        self.strength = strength
+
+    def forward(self, x: Tensor) -> Tensor:
+        weight = self.weight
+        if self.strength and torch.is_grad_enabled() and weight.requires_grad and not torch.onnx.is_in_onnx_export():
+            weight = weight.view_as(weight)
+            weight.register_hook(lambda gradient: gradient + 2.0 * self.strength * self.weight.detach())
+        return F.linear(x, weight, self.bias)
+
+
 class Decoder(nn.Module):
-    """Optional shared hidden blocks, then one linear head per target, at every position it is given.
+    """Optional shared hidden blocks, then one linear head per target, at every position it decodes.
 
-    Training decodes every position of a view; exports pass only the last `prediction_length` states.
-    A position that has seen only left padding has no evidence: it outputs the target's prior, fitted
-    on the training data (training/priors.py), the best guess without context.
+    Each output reads the `support` consecutive states ending at its position, concatenated oldest
+    first (support x dim_model wide): P states decode P - support + 1 positions. Training decodes
+    every position of a view; exports pass the last prediction_length + support - 1 states. A decoded
+    position that has seen only left padding has no evidence: it outputs the target's prior, fitted on
+    the training data (training/priors.py), the best guess without context.
 
-    Each output reads the `support` consecutive states ending at its position, concatenated
-    (support x dim_model wide). A linear decoder has no hidden blocks; an mlp decoder has
-    Linear + `activation` blocks of `hidden_dims`. Categorical heads return logits over `class_ids`
-    (a buffer mapping output index -> id); real heads return one value per position.
+    A linear decoder has no hidden blocks; an mlp decoder has `Linear + activation (+ dropout)` blocks
+    of `hidden_dims`, and `hidden_weight_l2` adds that multiple of the squared hidden weights to the
+    optimized loss (through their gradients, as 3.x does: the reported loss leaves it out).
+    Categorical heads return logits over `class_ids` (a buffer mapping output index -> id); real
+    heads return one value per position.
     """
 
     def __init__(
@@ -41,6 +60,8 @@ class Decoder(nn.Module):
         support: int = 1,
         hidden_dims: tuple[int, ...] = (),
         activation: str = "relu",
+        dropout: float = 0.0,
+        hidden_weight_l2: float = 0.0,
     ):
         super().__init__()
         self.prediction_length = prediction_length
@@ -49,18 +70,23 @@ class Decoder(nn.Module):
         dim = support * dim_model
         blocks: list[nn.Module] = []
         for hidden in hidden_dims:
-            blocks += [nn.Linear(dim, hidden), HIDDEN_ACTIVATIONS[activation]()]
+            layer = tag(PenalizedLinear(dim, hidden, hidden_weight_l2), "decoder.hidden")
+            blocks += [layer, HIDDEN_ACTIVATIONS[activation]()] + ([nn.Dropout(dropout)] if dropout else [])
             dim = hidden
         self.hidden = nn.Sequential(*blocks)
         self.heads = nn.ModuleDict()
         for target in targets:
             width = len(class_ids[target.name]) if target.kind == "categorical" else 1
-            self.heads[target.name] = nn.Linear(dim, width)
+            self.heads[target.name] = tag(nn.Linear(dim, width), "decoder.output")
             if target.kind == "categorical":
                 self.register_buffer(f"class_ids_{target.name}", torch.tensor(class_ids[target.name]), persistent=False)
             self.register_buffer(f"prior_{target.name}", torch.zeros(width if target.kind == "categorical" else ()))
         self.real_targets = {t.name for t in targets if t.kind == "real"}
-        tag(self, "decoder")
+
+    @property
+    def states_needed(self) -> int:
+        """States an export passes to decode the last prediction_length positions."""
+        return self.prediction_length + self.support - 1
 
     def class_ids(self, target: str) -> Tensor:
         return getattr(self, f"class_ids_{target}")
@@ -70,7 +96,12 @@ class Decoder(nn.Module):
         return getattr(self, f"prior_{target}")
 
     def forward(self, states: Tensor, evidence: Tensor | None = None) -> dict[str, Tensor]:
-        """Outputs per target; where `evidence` [batch, positions] is False (nothing real seen yet) the prior."""
+        """Outputs per target at the decoded positions; where `evidence` [batch, positions of `states`] is False at
+        a decoded position (nothing real seen yet) the prior."""
+        if self.support > 1:
+            decoded = states.shape[1] - self.support + 1
+            states = torch.cat([states[:, i : i + decoded] for i in range(self.support)], dim=-1)
+            evidence = evidence[:, self.support - 1 :] if evidence is not None else None
         hidden = self.hidden(states)
         outputs = {}
         for name in self.target_names:

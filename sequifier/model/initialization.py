@@ -139,6 +139,8 @@ def _apply(method: InitMethodConfig, tensor: torch.Tensor, generator: torch.Gene
         )
     elif name == "uniform":
         init.uniform_(tensor, a=_or(method.a, -0.1), b=_or(method.b, 0.1), generator=generator)
+    elif name == "constant":
+        init.constant_(tensor, method.value)
 
 
 def _or(value: float | None, default: float) -> float:

@@ -106,7 +106,16 @@ def build_interface(
     settings = interface.decoder
     hidden = (settings.hidden_dims or (dim_model,)) if settings.type == "mlp" else ()
     decoder = Decoder(
-        dim_model, targets, class_ids, settings.prediction_length, settings.support, hidden, settings.activation
+        dim_model,
+        targets,
+        class_ids,
+        settings.prediction_length,
+        settings.support,
+        hidden,
+        settings.activation,
+        settings.dropout,
+        settings.hidden_weight_l2,
     )
-    initialize_module(decoder, policy, None, done)
+    decoder_policy = extend_policy(policy, settings.initialization, f"model.interfaces.{name}.decoder")
+    initialize_module(decoder, decoder_policy, None, done)
     return Interface(ingestion.module, adapter, decoder)

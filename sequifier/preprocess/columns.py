@@ -1,6 +1,7 @@
 """Column plan: the selected columns and what to read.
 
-Each selected column is categorical (ids, "Int64") or real ("Float64"/"Float32").
+Each selected column is categorical (ids, "Int64") or real ("Float64"/"Float32"). With a depth
+layout, its columns are deep (one value per child) and its position column is read besides them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from typing import Optional
 import pyarrow as pa
 
 from sequifier.config.errors import UserError, did_you_mean
-from sequifier.config.preprocess import ID_COLUMNS, PreprocessConfig
+from sequifier.config.preprocess import ID_COLUMNS, DepthLayoutConfig, PreprocessConfig
 from sequifier.data.metadata import CATEGORICAL_TYPE
 from sequifier.preprocess.reuse import ReusedMeaning
 from sequifier.preprocess.sources import InputSource
@@ -19,10 +20,12 @@ from sequifier.preprocess.sources import InputSource
 
 @dataclass(frozen=True)
 class ColumnPlan:
-    """Selected feature columns in order with their types, and the optional split column."""
+    """Selected feature columns in order with their types, the optional split column and depth layout."""
 
     types: dict[str, str]
     split_column: Optional[str] = None
+    layout_name: Optional[str] = None
+    layout: Optional[DepthLayoutConfig] = None
 
     @property
     def selected(self) -> list[str]:
@@ -37,14 +40,22 @@ class ColumnPlan:
         return [c for c, t in self.types.items() if t != CATEGORICAL_TYPE]
 
     @property
+    def deep(self) -> list[str]:
+        """Selected columns of the depth layout (one value per child slot)."""
+        return list(self.layout.columns) if self.layout else []
+
+    @property
     def read_columns(self) -> list[str]:
-        return read_columns(self.selected, self.split_column)
+        return read_columns(self.selected, self.split_column, self.layout)
 
 
-def read_columns(selected: list[str], split_column: Optional[str]) -> list[str]:
-    """Identifiers, selected columns, then the split column when it is not selected."""
+def read_columns(
+    selected: list[str], split_column: Optional[str], layout: Optional[DepthLayoutConfig] = None
+) -> list[str]:
+    """Identifiers, the depth position column, selected columns, then the split column when it is not selected."""
     extra = [split_column] if split_column and split_column not in selected else []
-    return [*ID_COLUMNS, *selected, *extra]
+    position = [layout.position_column] if layout else []
+    return [*ID_COLUMNS, *position, *selected, *extra]
 
 
 def _is_categorical_type(arrow_type: pa.DataType) -> bool:
@@ -103,7 +114,8 @@ def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[Re
             if column not in names:
                 raise reused.mismatch(column, f"is a column of {reused.path} but missing from {source.files[0]}")
     else:
-        selected = [n for n in names if n not in ID_COLUMNS]
+        position = config.depth_layout[1].position_column if config.depth_layout else None
+        selected = [n for n in names if n not in ID_COLUMNS and n != position]
     for column in selected:
         if column not in names:
             raise UserError(
@@ -128,8 +140,20 @@ def plan_columns(
             f"{config.split_column!r} is not a column of {source.files[0]}"
             + did_you_mean(config.split_column, source.schema.names),
         )
-    source = source.restricted(read_columns(selected, config.split_column))
+    name, layout = config.depth_layout or (None, None)
+    if layout is not None:
+        for column in layout.columns:
+            if column not in selected:
+                raise UserError(f"depth_layouts.{name}.columns", f"{column!r} is not a selected column")
+    source = source.restricted(read_columns(selected, config.split_column, layout))
+    if layout is not None and not pa.types.is_integer(source.schema.field(layout.position_column).type):
+        raise UserError(
+            layout.position_column,
+            f"the depth position column must hold integers, found {source.schema.field(layout.position_column).type}",
+        )
     types = resolve_column_types(source.schema, selected, config)
     if reused is not None:
         reused.check_types(types, source.files[0])
-    return ColumnPlan(types=types, split_column=config.split_column), source
+        reused.check_layouts({name: layout.definition()} if layout else {})
+    plan = ColumnPlan(types=types, split_column=config.split_column, layout_name=name, layout=layout)
+    return plan, source

@@ -17,6 +17,8 @@ from sequifier.preprocess.sources import InputSource, iter_batches
 # Rows per group: the unit of work and of peak memory. Groups grow beyond it only past MAX_GROUPS groups.
 GROUP_ROWS = 1 << 18
 MAX_GROUPS = 512
+# Spill column of depth-layout runs: the index of the input file each row came from (an item lives in one file).
+FILE_COLUMN = "__sequifier_file"
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,8 @@ def plan_groups(lengths: np.ndarray, min_groups: int, group_rows: int | None = N
 
 def _spill_schema(source: InputSource, columns: ColumnPlan) -> pa.Schema:
     fields = [source.schema.field(name) for name in columns.read_columns]
-    return pa.schema([pa.field(f.name, pa.int64()) if f.name in ("sequenceId", "itemPosition") else f for f in fields])
+    fields = [pa.field(f.name, pa.int64()) if f.name in ("sequenceId", "itemPosition") else f for f in fields]
+    return pa.schema(fields + ([pa.field(FILE_COLUMN, pa.int32())] if columns.layout else []))
 
 
 def partition(
@@ -92,7 +95,11 @@ def partition(
             arrays = [
                 pa.array(identifier_values(batch, n)) if n in ("sequenceId", "itemPosition") else batch.data.column(n)
                 for n in schema.names
+                if n != FILE_COLUMN
             ]
+            if columns.layout:
+                file_index = source.files.index(batch.file)
+                arrays.append(pa.array(np.full(batch.data.num_rows, file_index, dtype=np.int32)))
             data = pa.RecordBatch.from_arrays(arrays, schema=schema)
             group = np.searchsorted(lowest, arrays[0].to_numpy(), side="right") - 1
             if group[0] != group[-1] or np.any(group != group[0]):
@@ -112,15 +119,20 @@ def partition(
     return [Group(k, paths[k], int(rows[k]), int(bounds[k]), int(bounds[k + 1])) for k in range(lowest.shape[0])]
 
 
-def load_sorted(group: Group, columns: list[str] | None = None) -> SortedGroup:
-    """Read a spilled group (only `columns` besides the identifiers), sort it, reject duplicate positions."""
+def read_group(group: Group, columns: list[str] | None = None) -> pa.Table:
+    """A spilled group's rows as they were written (only `columns` besides the identifiers)."""
     with pa.OSFile(str(group.path)) as handle:
         table = pa.ipc.open_file(handle).read_all()
     if columns is not None:
         table = table.select(
             ["sequenceId", "itemPosition", *[c for c in columns if c not in ("sequenceId", "itemPosition")]]
         )
-    table = table.combine_chunks()
+    return table.combine_chunks()
+
+
+def load_sorted(group: Group, columns: list[str] | None = None) -> SortedGroup:
+    """Read a spilled group (only `columns` besides the identifiers), sort it, reject duplicate positions."""
+    table = read_group(group, columns)
     sequence_ids = table.column("sequenceId").to_numpy()
     item_positions = table.column("itemPosition").to_numpy()
     order = np.lexsort((item_positions, sequence_ids))

@@ -25,12 +25,15 @@ class OutputForm:
     parts: Path  # merged form: per-task parts before assembly
     column_types: dict[str, str]
     window_length: int
+    windows_per_shard: Optional[int] = None  # depth layouts: shards of at most this many windows (3.x's naming)
 
     def split_name(self, split: int) -> str:
         base = f"{self.data_name}-split{split}"
         return f"{base}.{self.write_format}" if self.merged else base
 
-    def shard_name(self, split: int, task: int) -> str:
+    def shard_name(self, split: int, task: int, part: int = 0) -> str:
+        if self.windows_per_shard is not None:
+            return f"{self.data_name}-split{split}-{task}-{part:08d}.{self.write_format}"
         return f"{self.data_name}-split{split}-{task}-00.{self.write_format}"
 
 
@@ -41,30 +44,37 @@ def _first_seen_histogram(values: np.ndarray) -> dict[str, int]:
     return {str(int(distinct[i])): int(counts[i]) for i in order}
 
 
-def write_task_split(form: OutputForm, split: int, task: int, windows: StoredWindows) -> Optional[dict]:
-    """Write one task's windows of one split: a part (merged form) or a shard. Returns its entry, None when empty.
+def write_task_split(form: OutputForm, split: int, task: int, windows: StoredWindows) -> list[dict]:
+    """Write one task's windows of one split: a part (merged form) or shards. Returns their entries (none when empty).
 
     A shard entry is a folder metadata.json batch_files entry. Windows hold only items of
     their split, so targets are valid from the first non-padding slot.
     """
     if len(windows) == 0:
-        return None
+        return []
     if form.merged:
         path = form.parts / f"split{split}-{task:06d}.arrow"
         path.parent.mkdir(parents=True, exist_ok=True)
         table = windows_to_table(windows, list(form.column_types))
         with pa.OSFile(str(path), "wb") as sink, pa.ipc.new_file(sink, table.schema) as writer:
             writer.write_table(table)
-        return {"path": str(path), "samples": len(windows)}
+        return [{"path": str(path), "samples": len(windows)}]
+    size = form.windows_per_shard or len(windows)
+    return [
+        _write_shard(form, split, form.shard_name(split, task, part), windows.sliced(start, start + size))
+        for part, start in enumerate(range(0, len(windows), size))
+    ]
+
+
+def _write_shard(form: OutputForm, split: int, name: str, windows: StoredWindows) -> dict:
     folder = form.stage / form.split_name(split)
     folder.mkdir(parents=True, exist_ok=True)
-    name = form.shard_name(split, task)
     if form.write_format == "pt":
         import torch
 
         torch.save(pt_payload(windows, form.column_types), folder / name)
     else:
-        pq.write_table(windows_to_table(windows, list(form.column_types)), folder / name)
+        pq.write_table(windows_to_table(windows, list(form.column_types)), folder / name, write_page_checksum=True)
     histogram = _first_seen_histogram(windows.left_pad_lengths)
     return {
         "path": name,
@@ -85,7 +95,7 @@ class MergedSplitWriter:
         if form.write_format == "csv":
             self.writer = pv.CSVWriter(str(self.path), schema)
         else:
-            self.writer = pq.ParquetWriter(str(self.path), schema)
+            self.writer = pq.ParquetWriter(str(self.path), schema, write_page_checksum=True)
 
     def append(self, entry: dict) -> None:
         part = Path(entry["path"])

@@ -45,6 +45,15 @@ class ReusedMeaning:
             if needs_statistics and column not in self.metadata.selected_columns_statistics:
                 raise self.mismatch(column, f"has no normalization statistics in {self.path} (needed for {data_file})")
 
+    def check_layouts(self, layouts: dict[str, dict]) -> None:
+        """Depth layouts must be the very ones the reused metadata was written with."""
+        if self.metadata.depth_layouts != layouts:
+            raise UserError(
+                "depth_layouts",
+                f"{layouts or 'none'} differ from the depth layouts of {self.path} "
+                f"({self.metadata.depth_layouts or 'none'}); reusing metadata needs the identical layout definition",
+            )
+
 
 def load_reused(config: PreprocessConfig) -> Optional[ReusedMeaning]:
     if config.metadata_config_path is None:

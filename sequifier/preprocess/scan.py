@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 
 from sequifier.preprocess.checks import check_present, check_reals, identifier_values
 from sequifier.preprocess.columns import ColumnPlan
+from sequifier.preprocess.depth import ItemOrder
 from sequifier.preprocess.progress import Progress
 from sequifier.preprocess.sources import InputSource, iter_batches
 
@@ -88,9 +89,13 @@ def scan(source: InputSource, columns: ColumnPlan, progress: Progress) -> ScanRe
     counts = _SequenceCounts()
     values = {name: DistinctValues(source.schema.field(name).type) for name in columns.categorical}
     rows = 0
+    order = ItemOrder() if columns.layout else None
     for batch in iter_batches(source, columns.read_columns):
         sequence_ids = identifier_values(batch, "sequenceId")
-        identifier_values(batch, "itemPosition")
+        item_positions = identifier_values(batch, "itemPosition")
+        if order is not None:
+            identifier_values(batch, columns.layout.position_column)
+            order.check(batch, sequence_ids, item_positions)
         check_reals(batch, columns.real)
         if columns.split_column is not None:
             check_present(batch, columns.split_column, "split_column")

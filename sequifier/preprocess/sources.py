@@ -181,10 +181,16 @@ def _file_batches(
     """(batch, bytes of the file consumed so far; 0 for parquet) for one file."""
     if read_format == "parquet":
         # Buffered page reads keep memory independent of row-group size (pre-buffered chunks would stay allocated).
-        parquet = pq.ParquetFile(path, pre_buffer=False, buffer_size=PARQUET_BUFFER_BYTES)
-        for row_group in range(parquet.num_row_groups):
-            for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[row_group], columns=schema.names):
-                yield batch, 0
+        # Pages written with checksums are verified, so their corruption is an error instead of wrong values.
+        try:
+            parquet = pq.ParquetFile(
+                path, pre_buffer=False, buffer_size=PARQUET_BUFFER_BYTES, page_checksum_verification=True
+            )
+            for row_group in range(parquet.num_row_groups):
+                for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[row_group], columns=schema.names):
+                    yield batch, 0
+        except (pa.ArrowException, OSError) as error:
+            raise UserError(str(path), f"cannot read as parquet ({' '.join(str(error).split())[:200]})") from None
         return
     types = {f.name: f.type for f in schema if not pa.types.is_null(f.type)}
     with pa.OSFile(str(path)) as handle:

@@ -39,10 +39,13 @@ def build_split_windows(
     part_lengths: np.ndarray,
     window_length: int,
     stride: int,
+    depth_masks: dict[str, np.ndarray] | None = None,
 ) -> StoredWindows:
     """Windows of one split from per-row encoded `values`; parts are (start row, length) per sequence.
 
-    Windows only hold items of their own part; padding slots hold 0.
+    A row is an item; a deep column holds [capacity] values per item, and `depth_masks` its layout's
+    [items, capacity] valid slots. Windows only hold items of their own part; padding slots hold 0
+    (all-false masks).
     """
     part_index, window_index, offsets = window_offsets(part_lengths, window_length, stride)
     starts = part_starts[part_index]
@@ -52,7 +55,8 @@ def build_split_windows(
     safe_rows = np.where(is_item, rows, starts[:, None])
     left_pad = np.maximum(-offsets, 0)
     first_item_rows = starts + np.maximum(offsets, 0)
-    columns = {name: np.where(is_item, column[safe_rows], 0).astype(column.dtype) for name, column in values.items()}
+    columns = {name: _padded(column, safe_rows, is_item) for name, column in values.items()}
+    masks = {layout: _padded(mask, safe_rows, is_item) for layout, mask in (depth_masks or {}).items()}
     return StoredWindows(
         columns=columns,
         sequence_ids=sequence_ids[starts].astype(np.int64),
@@ -61,4 +65,11 @@ def build_split_windows(
         left_pad_lengths=left_pad,
         split_start_item_positions=item_positions[starts].astype(np.int64),
         split_end_item_positions=item_positions[starts + lengths - 1].astype(np.int64) + 1,
+        depth_masks=masks,
     )
+
+
+def _padded(column: np.ndarray, rows: np.ndarray, is_item: np.ndarray) -> np.ndarray:
+    """[windows, window_length, ...] values of `rows`, zero (False) where a slot holds no item."""
+    inside = is_item.reshape(is_item.shape + (1,) * (column.ndim - 1))
+    return np.where(inside, column[rows], 0).astype(column.dtype)

@@ -41,6 +41,25 @@ OPTIONS = {
         "model.backbone.initialization_seed=5",
         "model.backbone.initialization={attention.qkv:{weight:{method:xavier_normal}}}",
     ],
+    **{
+        f"{merge}_merge": [
+            "~model.interface.ingestion",
+            "+model.interface.ingestion={type:composite,branches:{cat:{columns:[event,channel],output_dim:8},"
+            f"num:{{columns:[amount],output_dim:4}},both:{{type:composite,output_dim:6,merge:{{type:{merge}}},"
+            "branches:{e:{columns:[event],output_dim:6},a:{columns:[amount],output_dim:3}}}},"
+            f"allow_shared_columns:true,merge:{{type:{merge}}}}}",
+        ]
+        for merge in ("gated", "attention")
+    },
+    "decoder_support": ["model.interface.decoder.support=3", "model.interface.decoder.prediction_length=2"],
+    "mlp_decoder_3x_fields": [
+        "model.interface.decoder.type=mlp",
+        "model.interface.decoder.support=2",
+        "+model.interface.decoder.hidden_dims=[24,12]",
+        "+model.interface.decoder.activation=gelu",
+        "+model.interface.decoder.dropout=0.1",
+        "+model.interface.decoder.hidden_weight_l2=0.01",
+    ],
 }
 
 
@@ -69,5 +88,7 @@ def test_option_trains_from_the_cli_and_exports_matching_onnx(reference_project:
         torch_outputs = network(
             spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
         )
+    predicted = spec.interface.decoder.prediction_length
     for target in spec.interface.target_columns:
-        assert np.abs(onnx_outputs[target] - torch_outputs[target][:, -1:].numpy()).max() <= 1e-4
+        assert onnx_outputs[target].shape[1] == predicted
+        assert np.abs(onnx_outputs[target] - torch_outputs[target][:, -predicted:].numpy()).max() <= 1e-4

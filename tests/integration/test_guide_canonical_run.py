@@ -66,6 +66,7 @@ def test_canonical_guide_config_runs_end_to_end(reference_project: Path):
     validation = list(csv.DictReader((project / "logs" / "event-model" / "validation-metrics.csv").open()))
     assert {r["part"] for r in validation if r["target"] == "event"} == {"original", "increment"}
     checkpoint = torch.load(project / "checkpoints" / "event-model" / "latest.pt", weights_only=True)
-    assert checkpoint["epoch"] == 7 and checkpoint["phase_index"] == 1
+    progress = checkpoint["progress"]
+    assert (progress["completed_epochs"], progress["phase_index"]) == (7, 2)  # both phases done
     log = (project / "logs" / "event-model" / "event-model.log").read_text()
     assert "complete_retraining" in log

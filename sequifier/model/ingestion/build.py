@@ -14,6 +14,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
 from sequifier.config.schema import IngestionConfig
 from sequifier.model.ingestion.composite import CompositeIngestion
+from sequifier.model.ingestion.depth import DepthTransformerIngestion
 from sequifier.model.ingestion.embedding import EmbeddingIngestion, feature_widths
 from sequifier.model.initialization import Policy, SeedScope, extend_policy, initialize_module
 
@@ -60,6 +61,8 @@ def build_ingestion(
 def _node_width(node: IngestionConfig, path: str) -> int:
     if node.output_dim:
         return node.output_dim
+    if node.type == "depth_transformer":
+        return node.architecture.dim_model
     if node.feature_embedding_dims:
         return sum(node.feature_embedding_dims.values())
     raise UserError(f"{path}.output_dim", "a branch needs output_dim (or feature_embedding_dims to sum)")
@@ -72,6 +75,19 @@ def _build_embedding(
     widths = feature_widths(specs, width, node.feature_embedding_dims, context.path)
     with context.scope.constructing():
         module = EmbeddingIngestion(specs, widths, width, context.position_rows, node.dropout)
+    initialize_module(module, context.policy, context.scope.generator(), context.done)
+    return Built(module, width)
+
+
+def _build_depth(
+    node: IngestionConfig, columns: dict[str, ColumnSpec], read: tuple[str, ...], width: int, context: NodeContext
+) -> Built:
+    specs = [columns[c] for c in read]
+    dim_model = node.architecture.dim_model
+    where = context.path
+    widths = feature_widths(specs, dim_model, node.feature_embedding_dims, where, f"{where}.architecture.dim_model")
+    with context.scope.constructing():
+        module = DepthTransformerIngestion(specs, widths, node.architecture, width, context.position_rows, node.dropout)
     initialize_module(module, context.policy, context.scope.generator(), context.done)
     return Built(module, width)
 
@@ -98,4 +114,5 @@ def _build_composite(
 BUILDERS: dict[str, Callable[..., Built]] = {
     "embedding": _build_embedding,
     "composite": _build_composite,
+    "depth_transformer": _build_depth,
 }

@@ -18,7 +18,8 @@ class BranchMerge(nn.Module):
     """Projects each branch to `output_dim` (when its width differs) and adds them, weighted for gated and attention.
 
     sum: plain addition; gated: softmax weights from a linear gate over all projected branches;
-    attention: softmax over each projected branch's score against one learned query vector.
+    attention: softmax over each projected branch's score against one learned query vector (a
+    free parameter, as in sequifier 3.x).
     """
 
     def __init__(self, widths: dict[str, int], merge: str, output_dim: int):
@@ -26,12 +27,12 @@ class BranchMerge(nn.Module):
         self.merge_type = merge
         self.projections = nn.ModuleDict(
             {
-                name: nn.Linear(width, output_dim) if width != output_dim else nn.Identity()
+                name: tag(nn.Linear(width, output_dim), "merge.projection") if width != output_dim else nn.Identity()
                 for name, width in widths.items()
             }
         )
         if merge == "gated":
-            self.gate = nn.Linear(len(widths) * output_dim, len(widths))
+            self.gate = tag(nn.Linear(len(widths) * output_dim, len(widths)), "merge.gate")
         elif merge == "attention":
             self.query = nn.Parameter(torch.zeros(output_dim))
 
@@ -58,10 +59,11 @@ class CompositeIngestion(nn.Module):
         self.branches = nn.ModuleDict(branches)
         if merge == "concat":
             total = sum(widths.values())
-            self.merge: nn.Module = nn.Linear(total, output_dim) if total != output_dim else nn.Identity()
+            self.merge: nn.Module = (
+                tag(nn.Linear(total, output_dim), "merge.projection") if total != output_dim else nn.Identity()
+            )
         else:
             self.merge = BranchMerge(widths, merge, output_dim)
-        tag(self.merge, "merge")
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         outputs = {name: branch(inputs) for name, branch in self.branches.items()}

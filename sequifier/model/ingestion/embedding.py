@@ -19,13 +19,15 @@ MIN_CATEGORICAL_WIDTH = 2
 
 
 def feature_widths(
-    columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None, where: str
+    columns: list[ColumnSpec], output_dim: int, explicit: dict[str, int] | None, where: str, width_field: str = ""
 ) -> dict[str, int]:
     """Width of each column's embedding: explicit, or output_dim shared by homogeneous columns.
 
     Real columns share output_dim evenly (the first ones get the remainder); categorical columns
-    as `log_cardinality_widths` allocates it.
+    as `log_cardinality_widths` allocates it. `width_field` names where output_dim is configured
+    (default: `<where>.output_dim`).
     """
+    width_field = width_field or f"{where}.output_dim"
     names = [c.name for c in columns]
     if explicit:
         missing = [n for n in names if n not in explicit]
@@ -45,14 +47,14 @@ def feature_widths(
             f"{where}.feature_embedding_dims", "is required when categorical and real input columns are mixed"
         )
     if kinds == {"categorical"}:
-        return log_cardinality_widths(columns, output_dim, where)
+        return log_cardinality_widths(columns, output_dim, width_field)
     if output_dim < len(columns):
-        raise UserError(f"{where}.output_dim", f"{output_dim} is narrower than the {len(columns)} input columns")
+        raise UserError(width_field, f"{output_dim} is narrower than the {len(columns)} input columns")
     base, extra = divmod(output_dim, len(columns))
     return {n: base + (1 if i < extra else 0) for i, n in enumerate(names)}
 
 
-def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, where: str) -> dict[str, int]:
+def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, width_field: str) -> dict[str, int]:
     """Categorical widths as sequifier 3.x allocates them: at least two each, the rest by log(cardinality).
 
     The spare width is shared in proportion to each column's log(n_classes), rounded down; the
@@ -61,7 +63,7 @@ def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, where: st
     floor_width = MIN_CATEGORICAL_WIDTH * len(columns)
     if output_dim < floor_width:
         raise UserError(
-            f"{where}.output_dim",
+            width_field,
             f"{output_dim} must be at least twice the number of categorical input columns ({len(columns)})",
         )
     weights = [math.log(c.n_classes) for c in columns]
@@ -71,6 +73,18 @@ def log_cardinality_widths(columns: list[ColumnSpec], output_dim: int, where: st
     for i in by_remainder[: output_dim - sum(widths)]:
         widths[i] += 1
     return {c.name: w for c, w in zip(columns, widths)}
+
+
+def column_embedding(column: ColumnSpec, width: int) -> nn.Module:
+    """A lookup table of a categorical column, a linear map of the scalar of a real one."""
+    if column.kind == "categorical":
+        return tag(nn.Embedding(column.n_classes, width), "embedding.categorical")
+    return tag(nn.Linear(1, width), "embedding.real")
+
+
+def embed(embedding: nn.Module, values: Tensor) -> Tensor:
+    """Values [...] of one column -> [..., width]."""
+    return embedding(values) if isinstance(embedding, nn.Embedding) else embedding(values.unsqueeze(-1))
 
 
 class EmbeddingIngestion(nn.Module):
@@ -89,8 +103,7 @@ class EmbeddingIngestion(nn.Module):
         self.positions = nn.ModuleDict()
         for column in columns:
             width = widths[column.name]
-            embedding = nn.Embedding(column.n_classes, width) if column.kind == "categorical" else nn.Linear(1, width)
-            self.embeddings[column.name] = tag(embedding, "embedding")
+            self.embeddings[column.name] = column_embedding(column, width)
             if position_rows:
                 self.positions[column.name] = tag(nn.Embedding(position_rows, width), "position")
         total = sum(widths.values())
@@ -102,9 +115,7 @@ class EmbeddingIngestion(nn.Module):
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         parts = []
         for name in self.column_names:
-            value = inputs[name]
-            embedding = self.embeddings[name]
-            part = embedding(value) if isinstance(embedding, nn.Embedding) else embedding(value.unsqueeze(-1))
+            part = embed(self.embeddings[name], inputs[name])
             if name in self.positions:
                 part = part + self.positions[name].weight[: part.shape[1]]
             parts.append(part)

@@ -1041,10 +1041,16 @@ VALIDATION_ROWS = [
         "needs evaluation to monitor a validation metric",
     ),
     row(
-        "validation-snapshots-without-evaluation",
-        {"evaluation": False, "global_training.save_interval_val_loss": True},
-        "global_training.save_interval_val_loss",
-        "needs evaluation to run validation",
+        "resume-required-without-a-checkpoint",
+        {"global_training.resume": {"policy": "required"}},
+        "global_training.resume.checkpoint_path",
+        "is required with policy required",
+    ),
+    row(
+        "resume-unknown-policy",
+        {"global_training.resume": {"policy": "always"}},
+        "global_training.resume.policy",
+        "choose one of 'never', 'if_exists', 'required'",
     ),
     row(
         "evaluation-without-sources",

@@ -103,12 +103,13 @@ def test_every_parameter_has_a_semantic_group():
         "feed_forward.up",
         "feed_forward.down",
         "normalization",
-        "embedding",
-        "merge",
+        "embedding.categorical",
+        "embedding.real",
+        "merge.projection",
         "adapter",
-        "decoder",
+        "decoder.output",
     } <= set(groups.values())
-    assert groups["interfaces.default.ingestion.merge.weight"] == "merge"
+    assert groups["interfaces.default.ingestion.merge.weight"] == "merge.projection"
     assert groups["backbone.layers.0.attention.qkv.weight"] == "attention.qkv"
 
 
