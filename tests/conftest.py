@@ -76,3 +76,9 @@ def run_sequifier(args: list[str], cwd: Path, timeout: float = 300) -> subproces
     return subprocess.run(
         [sys.executable, "-m", "sequifier", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout
     )
+
+
+def only_contract(bundle: dict) -> dict:
+    """The contract of a PT bundle that serves one interface."""
+    (contract,) = bundle["model_config"]["contracts"].values()
+    return contract

@@ -104,7 +104,9 @@ class InferConfig:
     target_offset: Optional[int] = option(None, "check: the model's target offset")
     prediction_length: Optional[int] = option(None, "check: the model's prediction length")
     training_objective: Optional[str] = option(None, "check: the model's training objective")
-    model_interface: Optional[str] = option(None, "check: the interface the model was exported from")
+    model_interface: Optional[str] = option(
+        None, "the interface a run-wide PT bundle serves (needed when it has several); for ONNX, a check"
+    )
     target_column_types: Optional[dict[str, str]] = option(None, "check: categorical or real, per target column")
     column_data_types: Optional[dict[str, str]] = option(
         None, "check: the stored data type (Int64, Float64, ...) of each of the model's columns"

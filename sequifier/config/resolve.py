@@ -35,6 +35,11 @@ class PartSpec:
     validation_path: Path | None
 
 
+def dataset_model_name(model_name: str, dataset: str, n_datasets: int) -> str:
+    """Name of a dataset's logs, metrics and ONNX files: `<model>`, or `<model>-<dataset>` in multi-dataset runs."""
+    return f"{model_name}-{dataset}" if n_datasets > 1 else model_name
+
+
 @dataclass(frozen=True)
 class RunSpec:
     """Everything a worker needs to train: plain, picklable, fully resolved."""
@@ -52,7 +57,7 @@ class RunSpec:
         Single-dataset runs name artifacts `<model>`, multi-dataset runs `<model>-<dataset>`.
         """
         interface = self.config.dataset_training[dataset].model_interface
-        name = self.model_name if len(self.config.dataset_training) == 1 else f"{self.model_name}-{dataset}"
+        name = dataset_model_name(self.model_name, dataset, len(self.config.dataset_training))
         parts = tuple(p for p in self.parts if p.dataset == dataset)
         return replace(self, model_name=name, parts=parts, columns={interface: self.columns[interface]})
 

@@ -1,9 +1,9 @@
 """Which artifacts a run exports, and their file names under models/.
 
-- `<stem>-<kind>-<epoch>.onnx`: the generative model (`export_onnx` and `export_generative_model`)
-- `<stem>-embedding-<kind>-<epoch>.onnx`: the embedding model (`export_onnx` and `export_embedding_model`)
-- `<model>-<kind>-<epoch>.pt`: the PT inference bundle (`export_pt`); one run-wide file serving
-  both model types, chosen at inference
+- `<stem>-<kind>-<epoch>.onnx`: the generative model of one dataset (`export_onnx` and `export_generative_model`)
+- `<stem>-embedding-<kind>-<epoch>.onnx`: its embedding model (`export_onnx` and `export_embedding_model`)
+- `<model>-<kind>-<epoch>.pt`: the PT inference bundle (`export_pt`); one run-wide file serving every
+  interface and both model types, chosen at inference
 
 `<stem>` is the model name, or `<model>-<dataset>` when the run trains several datasets.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from sequifier.config.resolve import RunSpec
 from sequifier.export.bundle import write_bundle
-from sequifier.export.names import artifact_stem, onnx_name, pt_name
+from sequifier.export.names import onnx_name, pt_name
 from sequifier.export.onnx import export_onnx
 from sequifier.model.network import SequifierNetwork
 
@@ -24,12 +24,12 @@ def export_models(network: SequifierNetwork, spec: RunSpec, kind: str, epoch: in
     config = spec.config
     written = []
     if config.export_onnx:
-        stem = artifact_stem(spec.model_name, spec.dataset_name, len(config.dataset_training))
         chosen = {"generative": config.export_generative_model, "embedding": config.export_embedding_model}
-        for artifact, wanted in chosen.items():
-            if wanted:
-                path = spec.models_dir / onnx_name(stem, artifact, kind, epoch)
-                export_onnx(network, spec, path, artifact, config.export_with_dropout)
+        for dataset in config.dataset_training:
+            view = spec.dataset_view(dataset)
+            for artifact in (artifact for artifact, wanted in chosen.items() if wanted):
+                path = spec.models_dir / onnx_name(view.model_name, artifact, kind, epoch)
+                export_onnx(network, view, path, artifact, config.export_with_dropout)
                 written.append(path)
     if config.export_pt and (config.export_generative_model or config.export_embedding_model):
         path = spec.models_dir / pt_name(spec.model_name, kind, epoch)

@@ -1,9 +1,10 @@
-"""PT inference bundles: weights, an execution-only model config with the contract, and export metadata.
+"""PT inference bundles: weights, an execution-only model config with the contracts, and export metadata.
 
 A bundle is a dict with exactly BUNDLE_KEYS, readable with `torch.load(weights_only=True)`:
 everything but the state dict is plain dicts, lists, strings, numbers and booleans. It holds
-no optimizer, paths, parts, plans, evaluation policy or dataset bindings. `read_bundle`
-rebuilds the network from `model_config` alone.
+no optimizer, paths, parts, plans, evaluation policy or dataset bindings. A bundle is run-wide:
+it holds the whole network and one contract per interface; `read_bundle` rebuilds the network
+from `model_config` alone and serves the interface inference chooses.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import torch
 
 from sequifier import __version__
 from sequifier.atomic import atomic_path
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.network import NetworkSpec
 from sequifier.config.resolve import RunSpec
 from sequifier.config.typed import ProblemList, build
@@ -27,7 +28,8 @@ from sequifier.export.contract import build_contract, check_contract
 from sequifier.model.network import SequifierNetwork, build_network
 
 ARTIFACT_TYPE = "sequifier_inference_bundle"
-FORMAT_VERSION = 2  # 2: model_config holds the NetworkSpec
+FORMAT_VERSION = 3  # 2: model_config holds the NetworkSpec and one contract; 3: a contract per interface
+READABLE_VERSIONS = (2, 3)
 BUNDLE_KEYS = ("artifact_type", "format_version", "model_state_dict", "model_config", "export_metadata")
 MIN_EXTRA_ELEMENTS = 2**24  # buffers a network may hold beyond its stored weights (position tables, ...)
 
@@ -38,11 +40,16 @@ def _plain(value: Any) -> Any:
 
 
 def model_config(network: SequifierNetwork, spec: RunSpec) -> dict[str, Any]:
-    """What rebuilding and running the network needs: its execution-only NetworkSpec and the contract."""
-    return {
-        "network": _plain(asdict(spec.network.execution_only())),
-        "contract": build_contract(network, spec, "network", "selectable"),
-    }
+    """What rebuilding and running the network needs: its execution-only NetworkSpec and a contract per interface.
+
+    An interface's contract describes the data of the first dataset the run trains through it.
+    """
+    contracts = {}
+    for dataset in spec.config.dataset_training:
+        view = spec.dataset_view(dataset)
+        if view.interface_name not in contracts:
+            contracts[view.interface_name] = build_contract(network, view, "network", "selectable")
+    return {"network": _plain(asdict(spec.network.execution_only())), "contracts": contracts}
 
 
 def trace_sites(network: SequifierNetwork) -> list[str]:
@@ -95,11 +102,11 @@ def _check_layout(bundle: Any, where: str) -> None:
     """The bundle's keys and the types of its parts."""
     if not isinstance(bundle, dict) or bundle.get("artifact_type") != ARTIFACT_TYPE:
         raise UserError(where, f"not a sequifier PT inference bundle (artifact_type {ARTIFACT_TYPE!r} expected)")
-    if bundle.get("format_version") != FORMAT_VERSION:
+    if bundle.get("format_version") not in READABLE_VERSIONS:
         raise UserError(
             where,
             f"bundle format_version {bundle.get('format_version')!r} is not supported (this sequifier reads "
-            f"{FORMAT_VERSION})",
+            f"{', '.join(map(str, READABLE_VERSIONS))})",
         )
     if sorted(bundle) != sorted(BUNDLE_KEYS):
         missing, extra = sorted(set(BUNDLE_KEYS) - set(bundle)), sorted(set(bundle) - set(BUNDLE_KEYS))
@@ -112,8 +119,13 @@ def _check_layout(bundle: Any, where: str) -> None:
     ):
         raise UserError(where, "model_state_dict must map parameter names to tensors")
     config = bundle["model_config"]
-    if not isinstance(config, dict) or not isinstance(config.get("network"), dict) or "contract" not in config:
-        raise UserError(where, "model_config must be a mapping with network (a mapping) and contract")
+    if not isinstance(config, dict) or not isinstance(config.get("network"), dict):
+        raise UserError(where, "model_config must be a mapping with network (a mapping)")
+    if bundle["format_version"] == 2:
+        if "contract" not in config:
+            raise UserError(where, "model_config of a format 2 bundle must hold contract")
+    elif not isinstance(config.get("contracts"), dict) or not config["contracts"]:
+        raise UserError(where, "model_config must hold contracts, a mapping of interface names to contracts")
     if not isinstance(bundle["export_metadata"], dict):
         raise UserError(where, "export_metadata must be a mapping")
 
@@ -141,17 +153,19 @@ def _check_weights(network: SequifierNetwork, weights: dict[str, torch.Tensor], 
         raise UserError(where, f"model_config describes buffers of {needed} values for {stored} stored weights")
 
 
-def read_bundle(path: Path) -> tuple[SequifierNetwork, dict[str, Any], dict[str, Any]]:
-    """Load a bundle: the rebuilt network with its weights (eval mode), its contract, and its export metadata.
+def read_bundle(path: Path, interface: str | None = None) -> tuple[SequifierNetwork, dict[str, Any], dict[str, Any]]:
+    """Load a bundle: the rebuilt network with its weights (eval mode), the contract of `interface`, export metadata.
 
-    Everything is checked before the network is built for real: the layout, the contract, and the weights
-    against a shape-only (meta device) build of the network described in model_config.
+    `interface` may be None when the bundle serves one interface. Everything is checked before the network
+    is built for real: the layout, the contracts, and the weights against a shape-only (meta device) build
+    of the network described in model_config.
     """
     where = str(path)
     bundle = load_weights_only(path, "PT bundle")
     _check_layout(bundle, where)
     config = bundle["model_config"]
-    check_contract(config["contract"], where)
+    contracts = _contracts(bundle, where)
+    contract = _chosen(contracts, interface, where)
     try:
         with torch.device("meta"):
             shapes = rebuild_network(config, f"{where}: model_config")
@@ -161,11 +175,39 @@ def read_bundle(path: Path) -> tuple[SequifierNetwork, dict[str, Any], dict[str,
         raise UserError(
             where, f"model_config.network describes no buildable network ({' '.join(str(error).split())[:200]})"
         ) from None
-    _check_interface(config["network"], config["contract"], where)
+    for each in contracts.values():
+        _check_interface(config["network"], each, where)
     _check_weights(shapes, bundle["model_state_dict"], where)
     network = rebuild_network(config, f"{where}: model_config")
     network.load_state_dict(bundle["model_state_dict"])
-    return network.eval(), config["contract"], bundle["export_metadata"]
+    return network.eval(), contract, bundle["export_metadata"]
+
+
+def _contracts(bundle: dict[str, Any], where: str) -> dict[str, dict[str, Any]]:
+    """The bundle's contracts by interface name, each checked (format 2 bundles hold one)."""
+    config = bundle["model_config"]
+    if bundle["format_version"] == 2:
+        check_contract(config["contract"], where)
+        return {config["contract"]["interface"]: config["contract"]}
+    for name, contract in config["contracts"].items():
+        check_contract(contract, f"{where}: contracts.{name}")
+        if contract["interface"] != name:
+            raise UserError(where, f"contracts.{name} describes interface {contract['interface']!r}")
+    return config["contracts"]
+
+
+def _chosen(contracts: dict[str, dict[str, Any]], interface: str | None, where: str) -> dict[str, Any]:
+    names = list(contracts)
+    if interface is None:
+        if len(names) == 1:
+            return contracts[names[0]]
+        raise UserError("model_interface", f"{where} serves the interfaces {names}; choose one")
+    if interface not in contracts:
+        raise UserError(
+            "model_interface",
+            f"{interface!r} is not an interface of {where} ({', '.join(names)})" + did_you_mean(interface, names),
+        )
+    return contracts[interface]
 
 
 def _check_interface(network: dict[str, Any], contract: dict[str, Any], where: str) -> None:

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 
-def artifact_stem(model_name: str, dataset: str, n_datasets: int) -> str:
-    """`<model>`, or `<model>-<dataset>` when a run trains several datasets."""
-    return f"{model_name}-{dataset}" if n_datasets > 1 else model_name
-
-
 def onnx_name(stem: str, artifact: str, kind: str, epoch: int | str) -> str:
     """`<stem>-<kind>-<epoch>.onnx` (generative) or `<stem>-embedding-<kind>-<epoch>.onnx`."""
     middle = "-embedding" if artifact == "embedding" else ""

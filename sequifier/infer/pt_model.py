@@ -25,14 +25,24 @@ def torch_device(device: str) -> torch.device:
 
 
 class PtModel:
-    """Same call as OnnxModel; `model_type` picks the outputs, `with_dropout` keeps dropout active, on `device`."""
+    """Same call as OnnxModel; `model_type` picks the outputs, `with_dropout` keeps dropout active, on `device`.
 
-    def __init__(self, path: Path, model_type: str, with_dropout: bool = False, device: str = "cpu"):
+    `interface` chooses what a run-wide bundle serves (None: its only interface).
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        model_type: str,
+        with_dropout: bool = False,
+        device: str = "cpu",
+        interface: str | None = None,
+    ):
         if not path.is_file():
             raise UserError(str(path), "model file does not exist")
         self.path = path
         self.device = torch_device(device)
-        network, contract, self.export_metadata = read_bundle(path)
+        network, contract, self.export_metadata = read_bundle(path, interface)
         self.contract: dict[str, Any] = contract
         columns = (graph_inputs(contract), contract["target_columns"])
         self.graph = InferenceGraph(network, contract["interface"], *columns, model_type)

@@ -8,8 +8,9 @@ from typing import Any
 
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.infer import InferConfig
+from sequifier.config.resolve import dataset_model_name
 from sequifier.config.schema import TrainConfig
-from sequifier.export.names import artifact_stem, onnx_name
+from sequifier.export.names import onnx_name
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
     return TrainingRoute(
         source=path.name,
         metadata_path=(project_root / train.project_root / part.metadata_config_path).resolve(),
-        stem=artifact_stem(train.model_name, dataset_name, len(train.dataset_training)),
+        stem=dataset_model_name(train.model_name, dataset_name, len(train.dataset_training)),
         expected={
             "input_columns": list(interface.input_columns),
             "target_columns": list(interface.target_columns),
@@ -65,5 +66,6 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
             "target_offset": training.target_offset,
             "prediction_length": interface.decoder.prediction_length,
             "training_objective": training.training_objective,
+            "model_interface": dataset.model_interface,
         },
     )

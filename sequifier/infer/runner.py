@@ -51,12 +51,16 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
     return Path(matches[-1])
 
 
-def open_model(path: Path, config: InferConfig) -> Model:
-    """An ONNX model or, for `.pt`, a PT bundle, checked against the config's model type, dropout and generation."""
+def open_model(path: Path, config: InferConfig, route: TrainingRoute | None) -> Model:
+    """An ONNX model or, for `.pt`, a PT bundle, checked against the config's model type, dropout and generation.
+
+    A run-wide PT bundle serves the interface the config names, or else the one of the route's dataset.
+    """
     if path.suffix == ".pt":
         from sequifier.infer.pt_model import PtModel  # torch only when a PT bundle is used
 
-        model: Model = PtModel(path, config.model_type, config.infer_with_dropout, config.device)
+        interface = config.model_interface or (route.expected["model_interface"] if route else None)
+        model: Model = PtModel(path, config.model_type, config.infer_with_dropout, config.device, interface)
     else:
         model = OnnxModel(path, config.device)
     contract = model.contract
@@ -173,7 +177,7 @@ def run_inference(
         print(line)
     project_root = (Path.cwd() / config.project_root).resolve()
     sources = resolve_sources(config, project_root)
-    models = [open_model(f, config) for f in sources.model_files]
+    models = [open_model(f, config, sources.route) for f in sources.model_files]
     contracts = [(f, m.contract) for f, m in zip(sources.model_files, models)]
     checks.check_compatible(contracts)
     for model_file, contract in contracts:

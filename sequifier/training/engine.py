@@ -66,7 +66,6 @@ class Trainer:
         self.parts = load_parts(spec)
         fit_priors(self.network, self.parts)
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
-        self.views = {dataset: spec.dataset_view(dataset) for dataset in config.dataset_training}
         self.schedules = [
             [self._schedule(p, e) for e in range(1, phase.epochs + 1)]
             for p, phase in enumerate(config.training_plan.phases)
@@ -365,10 +364,9 @@ class Trainer:
             best_network = build_network(self.spec.network)
             best_network.load_state_dict(self.best_state)
             best_network.to(self.device)
-        for view in self.views.values():
-            exported += export_models(self.network, view, "last", last_epoch)
-            if best_network is not None:
-                exported += export_models(best_network, view, "best", self.monitor.best_epoch)
+        exported += export_models(self.network, self.spec, "last", last_epoch)
+        if best_network is not None:
+            exported += export_models(best_network, self.spec, "best", self.monitor.best_epoch)
         for path in exported:
             logger.info("exported %s", path)
         evaluation = self.last_evaluation

@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import torch
-from conftest import REFERENCE_DIR, run_sequifier, write_yaml
+from conftest import REFERENCE_DIR, only_contract, run_sequifier, write_yaml
 from infer_helpers import BUNDLE, GENERATIVE, SPLIT, export_all
 
 from sequifier.export.contract import CONTRACT_KEY
@@ -136,7 +136,7 @@ CASES = [
         "bundle-malformed-contract",
         "pt.yaml",
         BUNDLE,
-        lambda u: edit_bundle(u / BUNDLE, lambda b: b["model_config"]["contract"].pop("outputs")),
+        lambda u: edit_bundle(u / BUNDLE, lambda b: only_contract(b).pop("outputs")),
         "outputs is missing",
     ),
     (

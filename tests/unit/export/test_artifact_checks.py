@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from conftest import only_contract
 from export_test_helpers import tiny_network, tiny_spec
 
 from sequifier.config.errors import UserError
@@ -102,10 +103,10 @@ BAD_BUNDLES = [
     ("extra-weight", lambda b: b["model_state_dict"].update(spare=torch.zeros(2)), "unexpected ['spare']"),
     ("nan-weights", lambda b: b["model_state_dict"][first_matrix(b)].fill_(float("nan")), "NaN or infinite"),
     ("huge-network-small-weights", wider, "does not fit model_config"),
-    ("unknown-interface", lambda b: b["model_config"]["contract"].update(interface="other"), "interface 'other'"),
+    ("unknown-interface", lambda b: only_contract(b).update(interface="other"), "interface 'other'"),
     (
         "contract-columns-not-the-networks",
-        lambda b: b["model_config"]["contract"].update(target_columns=["amount"], class_ids={}, outputs={}),
+        lambda b: only_contract(b).update(target_columns=["amount"], class_ids={}, outputs={}),
         "outputs must name",
     ),
     (

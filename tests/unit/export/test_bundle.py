@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import only_contract
 from export_test_helpers import example_batch, tiny_network, tiny_spec
 
 from sequifier.config.errors import UserError
@@ -39,16 +40,18 @@ def test_bundle_holds_exactly_the_listed_keys_as_plain_data(tmp_path: Path):
         == sorted(BUNDLE_KEYS)
         == ["artifact_type", "export_metadata", "format_version", "model_config", "model_state_dict"]
     )
-    assert bundle["artifact_type"] == "sequifier_inference_bundle" and bundle["format_version"] == 2
+    assert bundle["artifact_type"] == "sequifier_inference_bundle" and bundle["format_version"] == 3
     assert all(isinstance(v, torch.Tensor) for v in bundle["model_state_dict"].values())
     for section in ("model_config", "export_metadata"):
         for where, value in _walk(bundle[section], section):
             assert isinstance(value, PLAIN), (where, type(value))
             assert not (isinstance(value, str) and str(tmp_path) in value), f"{where} holds a path"
     config = bundle["model_config"]
-    assert sorted(config) == ["contract", "network"]
+    assert sorted(config) == ["contracts", "network"]
     assert sorted(config["network"]) == ["backbone", "context_length", "interfaces"]
-    assert config["contract"]["artifact"] == "network" and config["contract"]["dropout"] == "selectable"
+    assert list(config["contracts"]) == list(config["network"]["interfaces"])
+    contract = only_contract(bundle)
+    assert contract["artifact"] == "network" and contract["dropout"] == "selectable"
     for forbidden in (
         "optimizer",
         "dataset_training",
@@ -110,3 +113,18 @@ def test_a_file_that_is_not_a_bundle_is_refused(tmp_path: Path):
     path.write_text("not a zip")
     with pytest.raises(UserError, match="not a readable PT bundle"):
         read_bundle(path)
+
+
+def test_a_format_2_bundle_of_the_previous_release_still_reads(tmp_path: Path):
+    spec = tiny_spec(tmp_path)
+    path = tmp_path / "model.pt"
+    write_bundle(tiny_network(spec), spec, path, "last", 1)
+    bundle = torch.load(path, weights_only=True)
+    contract = only_contract(bundle)
+    bundle["format_version"] = 2
+    bundle["model_config"] = {"network": bundle["model_config"]["network"], "contract": contract}
+    torch.save(bundle, path)
+    _, read, _ = read_bundle(path, spec.interface_name)
+    assert read == contract
+    with pytest.raises(UserError, match="'other' is not an interface"):
+        read_bundle(path, "other")
