@@ -20,6 +20,8 @@ demo: $(STAMP)
 	$(BIN)/sequifier make demo --demo
 	cd demo && ../$(BIN)/sequifier preprocess --config-path configs/preprocess.yaml
 	cd demo && ../$(BIN)/sequifier train --config-path configs/train.yaml
+	cd demo && ../$(BIN)/sequifier plot logs/demo-model --floor event=$$(../$(BIN)/python -c \
+		"import json; print(json.load(open('data/demo-generator.json'))['entropy_rate_nats'])")
 	cd demo && ../$(BIN)/sequifier infer --config-path configs/infer.yaml
 	$(BIN)/python -m sequifier.project.demo_report demo
 

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from sequifier.config.errors import UserError
+from sequifier.progress import set_quiet
 
 DESCRIPTION = "Train transformer models on tabular event sequences: make -> preprocess -> train -> infer."
 
@@ -19,7 +20,12 @@ def _config_path(parser: argparse.ArgumentParser, command: str) -> None:
         default=Path(f"configs/{command}.yaml"),
         help=f"YAML config file (default: configs/{command}.yaml)",
     )
+    _common_flags(parser)
+
+
+def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+    parser.add_argument("--quiet", action="store_true", help="no progress bar or progress lines on stderr")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -29,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     make = commands.add_parser("make", help="create a project folder with starter configs")
     make.add_argument("name", help="folder to create")
     make.add_argument("--demo", action="store_true", help="also write a synthetic data set with a known loss floor")
-    make.add_argument("--debug", action="store_true", help="show full tracebacks for errors")
+    _common_flags(make)
 
     preprocess = commands.add_parser("preprocess", help="turn a CSV/Parquet table into stored training windows")
     _config_path(preprocess, "preprocess")
@@ -76,6 +82,22 @@ def build_parser() -> argparse.ArgumentParser:
     seeding.add_argument(
         "--randomize", action="store_true", help="draw a fresh seed (printed) instead of the configured one"
     )
+
+    plot = commands.add_parser(
+        "plot",
+        help="draw curves.png from a run's metric files",
+        description="Draw FOLDER/curves.png (training and validation loss per target and epoch, persistence "
+        "baseline dashed, phase boundaries marked) from the metric files in each logs/<model> FOLDER. "
+        "Training draws the same picture after every epoch.",
+    )
+    plot.add_argument("folders", nargs="+", type=Path, metavar="FOLDER", help="a logs/<model> folder of a run")
+    plot.add_argument(
+        "--floor",
+        action="append",
+        metavar="TARGET=VALUE",
+        help="draw a known lower bound of a target's loss (e.g. an entropy rate) as a dotted line; repeatable",
+    )
+    _common_flags(plot)
     return parser
 
 
@@ -86,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if flags or (extras and args.command != "train"):
         parser.error(f"unrecognized arguments: {' '.join(flags or extras)}")
     args.overrides = extras
+    set_quiet(args.quiet)
     command = importlib.import_module(f"sequifier.commands.{args.command}")
     try:
         return command.run(args)

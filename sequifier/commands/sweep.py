@@ -1,4 +1,4 @@
-"""Hydra jobs of `sequifier train`: where a job runs, its model name in a sweep, its result file, the summary table."""
+"""Hydra jobs of `sequifier train`: where a job runs, its model name in a sweep, its result file, the sweep report."""
 
 from __future__ import annotations
 
@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from sequifier.atomic import write_text_atomic
+from sequifier.training.curves import SWEEP_FILE, draw_sweep
 
 RESULT_FILE = "result.json"
+SUMMARY_FILE = "summary.txt"
 
 
 @dataclass(frozen=True)
@@ -52,24 +54,52 @@ def write_result(job: HydraJob, result: dict[str, Any]) -> None:
     write_text_atomic(job.run_dir / RESULT_FILE, json.dumps(result, indent=2))
 
 
+def chosen_sweep_dir(overrides: list[str], default: Path) -> Path:
+    """Where Hydra put the sweep: the user's hydra.sweep.dir override (the last one wins, as in Hydra), else ours."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "hydra.sweep.dir"]
+    return Path.cwd() / chosen[-1] if chosen else default
+
+
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
     """The result of every job of a finished sweep, in job order."""
-    results = [json.loads(p.read_text()) for p in sweep_dir.glob(f"*/{RESULT_FILE}")]
+    results = [json.loads(p.read_text()) for p in sweep_dir.rglob(RESULT_FILE)]
     return sorted(results, key=lambda r: r.get("job", 0))
 
 
-def print_summary(results: list[dict[str, Any]], sweep_dir: Path) -> int:
-    """One line per job with its monitored loss; exit code 1 when a job failed."""
-    print(f"\nsweep summary ({sweep_dir}):")
-    print(f"{'job':>4}  {'status':<7} {'monitored loss':>14}  model_name / overrides")
+def summary_table(results: list[dict[str, Any]], sweep_dir: Path) -> str:
+    """One line per job with its monitored loss (and the error of a failed job)."""
+    lines = [
+        f"sweep summary ({sweep_dir}):",
+        f"{'job':>4}  {'status':<7} {'monitored loss':>14}  model_name / overrides",
+    ]
     for result in results:
         loss = result.get("monitored_loss")
         shown = f"{loss:.4f}" if isinstance(loss, (int, float)) else "-"
         overrides = " ".join(result.get("overrides", []))
-        print(
+        lines.append(
             f"{result.get('job', '?'):>4}  {result.get('status', '?'):<7} {shown:>14}  "
             f"{result.get('model_name')}  {overrides}"
         )
         if result.get("status") != "ok":
-            print(f"      {result.get('error', '')}")
+            lines.append(f"      {result.get('error', '')}")
+    if not results:
+        lines.append(f"      no job results ({RESULT_FILE}) under {sweep_dir}")
+    return "\n".join(lines)
+
+
+def report_sweep(sweep_dir: Path) -> int:
+    """Print the summary table and leave it, with sweep.png of the jobs' validation curves, in the sweep folder.
+
+    Returns the exit code: 1 when a job failed or none reported.
+    """
+    results = read_results(sweep_dir)
+    table = summary_table(results, sweep_dir)
+    print("\n" + table)
+    if sweep_dir.is_dir():
+        write_text_atomic(sweep_dir / SUMMARY_FILE, table + "\n")
+        jobs = [
+            (r.get("swept") or r["model_name"], r.get("log_folders", [])) for r in results if r.get("status") == "ok"
+        ]
+        if jobs:
+            print(f"sweep curves: {draw_sweep(jobs, sweep_dir / SWEEP_FILE)}")
     return 0 if results and all(r.get("status") == "ok" for r in results) else 1

@@ -23,7 +23,14 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sequifier.commands.sweep import HydraJob, current_job, print_summary, read_results, sweep_model_name, write_result
+from sequifier.commands.sweep import (
+    HydraJob,
+    chosen_sweep_dir,
+    current_job,
+    report_sweep,
+    sweep_model_name,
+    write_result,
+)
 from sequifier.config.compose import (
     Overrides,
     TrainEntry,
@@ -40,6 +47,7 @@ from sequifier.config.validate_training import config_warnings
 from sequifier.distributed.launch import launch
 from sequifier.training.capabilities import check_supported
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
+from sequifier.training.summary import run_summary
 
 logger = logging.getLogger("sequifier")
 PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their override lists
@@ -66,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
     run_hydra(entry, overrides, multirun, sweep_dir, train_task)
-    return print_summary(read_results(sweep_dir), sweep_dir) if multirun else 0
+    return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
 
 
 def command_overrides(args: argparse.Namespace) -> list[str]:
@@ -99,15 +107,23 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     """Hydra's task: the job's RunSpec -> launch. A failing job of a sweep is reported and the sweep goes on."""
     job = current_job()
     name = sweep_model_name(str(cfg.model_name), job.override_dirname) if job.multirun else str(cfg.model_name)
-    result: dict[str, Any] = {"job": job.number, "overrides": list(job.overrides), "model_name": name}
+    result: dict[str, Any] = {
+        "job": job.number,
+        "overrides": list(job.overrides),
+        "swept": job.override_dirname,
+        "model_name": name,
+    }
     try:
+        started = time.perf_counter()
         outcome = launch(job_spec(cfg, job, name))
+        print(run_summary(outcome, time.perf_counter() - started))
         result.update(
             status="ok",
             monitored_loss=outcome.monitored_loss,
             best_epoch=outcome.best_epoch,
             validation=outcome.final_validation,
             exported=outcome.exported,
+            log_folders=list(outcome.log_folders),
         )
     except StopRequested as stopped:
         print(f"stopped on request; the latest checkpoint is {stopped}; resume with "

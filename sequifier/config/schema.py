@@ -107,6 +107,8 @@ INIT_METHOD_ALIASES = {
     "glorot_normal": "xavier_normal",
 }
 SPECIAL_TOKENS = ("unknown", "other", "mask")
+LAYER_TYPES = ("embedding", "linear", "conv", "norm", "decoder")  # keys of global_training.layer_type_dtypes
+LAYER_DTYPES = ("float32", "float64", "bfloat16", "float16")  # its values: torch dtype names
 
 
 @frozen
@@ -216,7 +218,12 @@ class ModelConfig:
 @frozen
 class PartConfig:
     metadata_config_path: str = option(doc="metadata JSON written by preprocess, relative to project_root")
-    file_order: str = option("shuffled", "order of shard files", choices=("shuffled", "name"))
+    file_order: str = option(
+        "shuffled",
+        "a shard folder's training order: shuffled (files as metadata.json lists them, one shuffle over all views) or "
+        "name (files in path order, each file's views shuffled on their own); no effect on a single file",
+        choices=("shuffled", "name"),
+    )
 
 
 @frozen
@@ -243,7 +250,9 @@ class DatasetConfig:
     criterion: dict[str, str] = option(doc="loss per target column")
     loss_weights: Optional[dict[str, float]] = option(None, "weight of each target's loss (default 1.0 each)")
     class_share_log_columns: Optional[tuple[str, ...]] = option(
-        None, "categorical targets whose predicted class shares are logged"
+        None,
+        "categorical targets whose predicted class shares are written at every validation (validation-class-shares.csv"
+        " beside the validation metrics)",
     )
     freeze: Optional[FreezeConfig] = option(None, "parameters this dataset does not update")
 
@@ -336,16 +345,43 @@ class GlobalTrainingConfig:
     early_stopping_patience: Optional[int] = option(
         None, "stop after N epochs without improvement of the monitored metric"
     )
-    layer_type_dtypes: Optional[dict[str, str]] = option(None, "parameter dtype per layer type (required for FSDP)")
-    layer_autocast: bool = option(False, "mixed precision through autocast")
+    layer_type_dtypes: Optional[dict[str, str]] = option(
+        None,
+        "parameter dtype (float32, float64, bfloat16, float16) per layer type: embedding, linear, conv, norm, "
+        "decoder; each layer computes in its dtype, the loss in float32; omitted types stay float32, decoder "
+        "layers follow linear; float16 scales the loss; must be null under FSDP; exports are float32",
+    )
+    layer_autocast: bool = option(
+        False, "FSDP mixed precision: compute in bfloat16 (as in 3.x; without FSDP it has no effect)"
+    )
+    autocast: Optional[str] = option(
+        None,
+        "mixed precision for any run: forward and loss under torch.autocast in this dtype, float32 parameters "
+        "(fp16 scales the loss); null: off",
+        choices=("bf16", "fp16"),
+        aliases={"bfloat16": "bf16", "float16": "fp16"},
+    )
     distributed: bool = option(False, "train with several processes")
     data_parallelism: str = option("ddp", "data-parallel strategy", choices=("ddp", "fsdp"))
     fsdp_cpu_offload: bool = option(False, "offload FSDP parameters to CPU memory")
     world_size: int = option(1, "total number of processes across all nodes")
     backend: str = option("gloo", "torch.distributed backend", choices=("gloo", "nccl"))
-    torch_compile: str = option("none", "where torch.compile applies", choices=("none", "outer", "inner"))
-    num_workers: int = option(0, "data-loader worker processes")
-    num_threads: Optional[int] = option(None, "CPU threads used by torch (default: torch's choice)")
+    torch_compile: str = option(
+        "none",
+        "torch.compile of training: outer (the whole model), inner (each transformer layer, the FSDP form) or none",
+        choices=("none", "outer", "inner"),
+    )
+    num_workers: int = option(
+        0, "threads that gather training batches ahead of the loop (0: in the loop); any value trains identically"
+    )
+    num_threads: Optional[int] = option(
+        None, "torch's intra-op CPU threads during training, logged (default: torch's choice)"
+    )
+    tensorboard: bool = option(
+        False,
+        "also write every metric-file row as a TensorBoard scalar under logs/<model>/tensorboard/<run_id>/ "
+        "(needs the extra: pip install 'sequifier[tensorboard]')",
+    )
 
 
 @frozen

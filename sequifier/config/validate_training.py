@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import TrainConfig
+from sequifier.config.schema import LAYER_DTYPES, LAYER_TYPES, TrainConfig
 from sequifier.config.typed import ProblemList
 
 POSITIVE_INTEGERS = (
@@ -53,10 +53,11 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
         problems.add("global_training.learning_rate", f"must be positive, got {training.learning_rate}")
     if training.num_workers < 0:
         problems.add("global_training.num_workers", f"must be >= 0, got {training.num_workers}")
-    if training.data_parallelism == "fsdp" and training.torch_compile == "outer":
+    if training.distributed and training.data_parallelism == "fsdp" and training.torch_compile == "outer":
         problems.add("global_training.torch_compile", "use inner or none with FSDP")
-    if training.data_parallelism == "ddp" and training.torch_compile == "inner":
+    if training.distributed and training.data_parallelism == "ddp" and training.torch_compile == "inner":
         problems.add("global_training.torch_compile", "use outer or none with DDP")
+    _check_layer_type_dtypes(config, problems)
     if training.world_size > 1 and not training.distributed:
         problems.add("global_training.world_size", f"{training.world_size} processes need distributed: true")
     if training.resume.policy == "required" and not training.resume.checkpoint_path:
@@ -68,6 +69,27 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
     if training.scheduler is not None:
         _check_call("scheduler", training.scheduler, "global_training.scheduler", problems)
         _check_schedule_duration(config, problems)
+
+
+def _check_layer_type_dtypes(config: TrainConfig, problems: ProblemList) -> None:
+    training = config.global_training
+    where = "global_training.layer_type_dtypes"
+    if training.layer_type_dtypes is None:
+        return
+    if training.distributed and training.data_parallelism == "fsdp":
+        problems.add(where, "must be null with FSDP; use layer_autocast for FSDP mixed precision")
+    for layer_type, dtype in training.layer_type_dtypes.items():
+        if layer_type not in LAYER_TYPES:
+            problems.add(
+                f"{where}.{layer_type}",
+                f"unknown layer type; choose from {', '.join(LAYER_TYPES)}" + did_you_mean(layer_type, LAYER_TYPES),
+            )
+        if dtype not in LAYER_DTYPES:
+            problems.add(
+                f"{where}.{layer_type}",
+                f"{dtype!r} is not a parameter dtype; choose one of {', '.join(LAYER_DTYPES)}"
+                + did_you_mean(str(dtype), LAYER_DTYPES),
+            )
 
 
 def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemList) -> None:

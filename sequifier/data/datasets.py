@@ -9,17 +9,22 @@ import torch
 from torch import Tensor
 
 from sequifier.config.resolve import PartSpec, RunSpec
-from sequifier.data.stored import load_split
-from sequifier.data.views import ViewShape, WindowTensors, to_tensors, training_views
+from sequifier.data.stored import file_window_counts, load_split
+from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
 
 
 @dataclass(frozen=True)
 class SplitData:
-    """One split of one part: its windows and the views that train or evaluate on them."""
+    """One split of one part: its windows and the views that train or evaluate on them.
+
+    `shuffle_blocks` are the numbers of consecutive views shuffled together: all views at once, or the
+    views of each stored file in reading order (`file_order: name`).
+    """
 
     windows: WindowTensors
     window_index: Tensor
     end_slot: Tensor
+    shuffle_blocks: tuple[int, ...]
 
     def __len__(self) -> int:
         return len(self.window_index)
@@ -29,8 +34,23 @@ class SplitData:
 class PartData:
     spec: PartSpec
     interface: str
+    shape: ViewShape
+    input_columns: tuple[str, ...]
+    target_columns: tuple[str, ...]
     train: SplitData
     validation: SplitData | None
+
+    def training_batch(self, chosen: Tensor) -> Batch:
+        """The training views `chosen` (indices into the train split's views), gathered."""
+        split = self.train
+        return gather_batch(
+            split.windows,
+            split.window_index[chosen],
+            split.end_slot[chosen],
+            self.shape,
+            self.input_columns,
+            self.target_columns,
+        )
 
 
 def view_shape(spec: RunSpec, interface: str) -> ViewShape:
@@ -45,22 +65,43 @@ def load_parts(spec: RunSpec) -> dict[tuple[str, str], PartData]:
     for part in spec.parts:
         interface_name = spec.config.dataset_training[part.dataset].model_interface
         interface = spec.config.model.interfaces[interface_name]
+        file_order = spec.config.dataset_training[part.dataset].parts[part.part].file_order
         columns = sorted(set(interface.input_columns) | set(interface.target_columns))
         categorical = {n for n, c in spec.columns[interface_name].items() if c.kind == "categorical"}
         shape = view_shape(spec, interface_name)
-        train = _split(part.train_path, columns, categorical, shape)
+        train = _split(part.train_path, columns, categorical, shape, file_order)
         validation = _split(part.validation_path, columns, categorical, shape) if part.validation_path else None
-        loaded[(part.dataset, part.part)] = PartData(part, interface_name, train, validation)
+        loaded[(part.dataset, part.part)] = PartData(
+            part,
+            interface_name,
+            shape,
+            tuple(interface.input_columns),
+            tuple(interface.target_columns),
+            train,
+            validation,
+        )
     return loaded
 
 
-def _split(path: Path, columns: list[str], categorical: set[str], shape: ViewShape) -> SplitData:
-    windows = to_tensors(load_split(path, columns, categorical), categorical)
+def _split(
+    path: Path, columns: list[str], categorical: set[str], shape: ViewShape, file_order: str = "shuffled"
+) -> SplitData:
+    windows = to_tensors(load_split(path, columns, categorical, file_order), categorical)
     window_index, end_slot = training_views(windows, shape)
-    return SplitData(windows, window_index, end_slot)
+    blocks = (len(window_index),)
+    if file_order == "name":
+        file_ends = torch.tensor(file_window_counts(path, file_order), dtype=torch.int64).cumsum(0)
+        view_ends = torch.searchsorted(window_index, file_ends, side="left")
+        blocks = tuple(torch.diff(view_ends, prepend=torch.zeros(1, dtype=torch.int64)).tolist()) or blocks
+    return SplitData(windows, window_index, end_slot, blocks)
 
 
 def shuffled_batches(split: SplitData, batch_size: int, seed: int) -> list[Tensor]:
-    """The split's view indices in a seeded random order, cut into batches (the last may be short)."""
-    order = torch.randperm(len(split), generator=torch.Generator().manual_seed(seed))
+    """The split's view indices in a seeded random order within each shuffle block, blocks one after another, cut
+    into batches (a batch may span two blocks; the last may be short)."""
+    generator = torch.Generator().manual_seed(seed)
+    starts = [0, *torch.tensor(split.shuffle_blocks).cumsum(0).tolist()[:-1]]
+    order = torch.cat(
+        [start + torch.randperm(size, generator=generator) for start, size in zip(starts, split.shuffle_blocks)]
+    )
     return list(order.split(batch_size))

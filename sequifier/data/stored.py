@@ -1,4 +1,7 @@
-"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); encode the shard forms."""
+"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); encode the shard forms.
+
+A shard folder's files are read in the order its metadata.json lists them, or by path with `file_order: name`.
+"""
 
 from __future__ import annotations
 
@@ -223,7 +226,21 @@ def _windows_from_pt(
     )
 
 
-def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
+def _batch_files(described: dict, file_order: str) -> list[dict]:
+    """A shard folder's `batch_files` entries in reading order."""
+    files = described["batch_files"]
+    return sorted(files, key=lambda entry: entry["path"]) if file_order == "name" else files
+
+
+def file_window_counts(path: Path, file_order: str = "shuffled") -> list[int]:
+    """Windows of each file of a shard folder, in reading order; [] for a merged split file."""
+    path = Path(path)
+    if not path.is_dir():
+        return []
+    return [int(entry["samples"]) for entry in _batch_files(read_folder_metadata(path), file_order)]
+
+
+def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str], file_order: str) -> StoredWindows:
     described = read_folder_metadata(path)
     layouts = {
         name: definition
@@ -231,7 +248,7 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
         if set(definition["columns"]) & set(wanted)
     }
     parts = []
-    for entry in described["batch_files"]:
+    for entry in _batch_files(described, file_order):
         shard = path / entry["path"]
         if shard.suffix == ".pt":
             part = _windows_from_pt(shard, wanted, categorical, layouts)
@@ -245,14 +262,17 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
     return concat_windows(parts, wanted, described["window_length"])
 
 
-def load_split(path: Path, columns: Sequence[str], categorical: Collection[str]) -> StoredWindows:
-    """Load a split (merged file, or shard folder with metadata.json), materializing only `columns`.
+def load_split(
+    path: Path, columns: Sequence[str], categorical: Collection[str], file_order: str = "shuffled"
+) -> StoredWindows:
+    """Load a split (merged file, or shard folder with metadata.json, its files in `file_order`), materializing only
+    `columns`.
 
     The `categorical` ones are materialized as int64 ids.
     """
     path = Path(path)
     if path.is_dir():
-        return _windows_from_folder(path, list(columns), categorical)
+        return _windows_from_folder(path, list(columns), categorical, file_order)
     return _windows_from_table(path, list(columns), categorical)
 
 

@@ -35,6 +35,7 @@ from sequifier.infer.windows import (
     window_arrays,
     window_width,
 )
+from sequifier.progress import Progress
 
 __all__ = ["model_inputs", "run_inference"]
 WINDOWS_PER_PART = 100_000
@@ -149,8 +150,10 @@ def infer_model(
     )
     outputs = project_root / "outputs"
     written: list[Path] = []
+    progress = Progress(f"infer {model_file.name}", len(stored), unit="windows")
     for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
-        tables = infer_part(model, stored.sliced(start, start + WINDOWS_PER_PART), config, chooser)
+        part = stored.sliced(start, start + WINDOWS_PER_PART)
+        tables = infer_part(model, part, config, chooser)
         for name, table in tables.items():
             kind, _, target = name.partition("/")
             folder = outputs / kind / model_file.stem / target if target else outputs / kind / model_file.stem
@@ -159,6 +162,8 @@ def infer_model(
             path = folder / f"part-{number:03d}.{config.write_format}"
             write_table(table, path, config.write_format)
             written.append(path)
+        progress.advance(len(part))
+    progress.close()
     return written
 
 

@@ -11,8 +11,8 @@ import pyarrow as pa
 from sequifier.config.errors import UserError
 from sequifier.preprocess.checks import identifier_values
 from sequifier.preprocess.columns import ColumnPlan
-from sequifier.preprocess.progress import Progress
 from sequifier.preprocess.sources import InputSource, iter_batches
+from sequifier.progress import Progress
 
 # Rows per group: the unit of work and of peak memory. Groups grow beyond it only past MAX_GROUPS groups.
 GROUP_ROWS = 1 << 18

@@ -19,7 +19,7 @@ from sequifier.preprocess.groups import Group, partition, plan_groups
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
 from sequifier.preprocess.parallel import run_tasks
-from sequifier.preprocess.progress import Progress, log
+from sequifier.preprocess.progress import log
 from sequifier.preprocess.reuse import ReusedMeaning, load_reused
 from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
 from sequifier.preprocess.signals import signals_as_exit
@@ -28,6 +28,7 @@ from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_
 from sequifier.preprocess.staging import Staging
 from sequifier.preprocess.statistics import Moments, statistics_of
 from sequifier.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
+from sequifier.progress import Progress
 
 
 def metadata_path(config: PreprocessConfig) -> Path:
@@ -90,7 +91,7 @@ def _fit(
     """Statistics per real column (reused ones, else fitted), and per categorical column the sorted distinct values
     of the rows used for fitting. The pass also checks for duplicate positions.
     """
-    progress = Progress("fit", sum(g.rows for g in groups))
+    progress = Progress("preprocess fit", sum(g.rows for g in groups))
     totals = {name: Moments() for name in shared.columns.real}
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
     for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
@@ -98,6 +99,7 @@ def _fit(
         for name, values in fit.values.items():
             distinct[name].add(values)
         progress.advance(group.rows)
+    progress.close()
     fitted_values = {name: values.result() for name, values in distinct.items()}
     if reused is not None:
         known = reused.metadata.selected_columns_statistics
@@ -110,7 +112,7 @@ def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) ->
     per_file = 1 if shared.output.merged or config.depth_layouts else (config.batches_per_file or 1)
     tasks = [WriteTask(i, tuple(groups[s : s + per_file])) for i, s in enumerate(range(0, len(groups), per_file))]
     merged = [MergedSplitWriter(shared.output, s) for s in range(shared.split.n_splits)] if shared.output.merged else []
-    progress = Progress("write", sum(g.rows for g in groups))
+    progress = Progress("preprocess write", sum(g.rows for g in groups))
     entries: list[list[dict]] = [[] for _ in range(shared.split.n_splits)]
     try:
         for task, results in zip(tasks, run_tasks(write_task, shared, tasks, config.n_cores)):
@@ -122,6 +124,7 @@ def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) ->
                         entries[split].append(entry)
             progress.advance(sum(g.rows for g in task.groups))
     finally:
+        progress.close()
         for writer in merged:
             writer.close()
     if merged:
@@ -167,7 +170,9 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     reused = load_reused(config)
     columns, source = plan_columns(config, open_source(config), reused)
     _check_static_maps(config, columns)
-    scanned = scan(source, columns, Progress("scan", source.progress_total))
+    scanning = Progress("preprocess scan", source.progress_total)
+    scanned = scan(source, columns, scanning)
+    scanning.close()
     if scanned.rows == 0:
         raise UserError(str(config.preprocessing_data_path), "the input has no rows")
     log(f"read {scanned.rows} rows, {scanned.sequence_ids.shape[0]} sequences from {config.preprocessing_data_path}")
@@ -196,9 +201,9 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     per_task = 1 if config.merge_output or config.depth_layouts else (config.batches_per_file or 1)
     min_groups = config.n_cores * per_task
     bounds = plan_groups(scanned.sequence_lengths, min_groups)
-    groups = partition(
-        source, columns, scanned.sequence_ids, bounds, staging.spill, Progress("partition", source.progress_total)
-    )
+    partitioning = Progress("preprocess partition", source.progress_total)
+    groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, partitioning)
+    partitioning.close()
     pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
     statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)

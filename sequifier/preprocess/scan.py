@@ -11,8 +11,8 @@ import pyarrow.compute as pc
 from sequifier.preprocess.checks import check_present, check_reals, identifier_values
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import ItemOrder
-from sequifier.preprocess.progress import Progress
 from sequifier.preprocess.sources import InputSource, iter_batches
+from sequifier.progress import Progress
 
 # Pending entries that trigger folding the per-batch results together (keeps memory to O(distinct values)).
 COMPACT_AT = 1 << 20

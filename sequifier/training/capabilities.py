@@ -25,18 +25,8 @@ def check_supported(config: TrainConfig) -> None:
             "device", f"{config.device!r} was requested but CUDA is not available on this machine; use device: cpu"
         )
     check_arguments(training, problems)
-    for name, dataset in config.dataset_training.items():
-        path = f"dataset_training.{name}"
-        if dataset.class_share_log_columns:
-            problems.add(f"{path}.class_share_log_columns", NOT_YET)
-    for key in (
-        "distributed",
-        "layer_autocast",
-        "layer_type_dtypes",
-        "num_workers",
-    ):
-        if getattr(training, key):
-            problems.add(f"global_training.{key}", NOT_YET)
-    if training.torch_compile != "none":
-        problems.add("global_training.torch_compile", f"{training.torch_compile!r} {NOT_YET}")
+    if training.num_threads is not None and training.num_threads < 1:
+        problems.add("global_training.num_threads", f"must be at least 1, got {training.num_threads}")
+    if training.distributed:
+        problems.add("global_training.distributed", NOT_YET)
     problems.raise_if_any()

@@ -14,19 +14,23 @@ import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import torch
 
 from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData, load_parts, shuffled_batches, view_shape
-from sequifier.data.views import gather_batch
+from sequifier.data.prefetch import prefetched
+from sequifier.data.views import Batch
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.checkpoint import checkpoint_dir, read_checkpoint, write_checkpoint
+from sequifier.training.class_shares import class_share_rows
+from sequifier.training.curves import draw_run_curves
 from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.freezing import frozen_parameters
+from sequifier.training.live import EpochProgress, Throughput
 from sequifier.training.losses import TargetLosses
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
@@ -36,11 +40,12 @@ from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import RunRecords
 from sequifier.training.resume import check_fingerprint, checkpoint_to_resume, fingerprint
 from sequifier.training.rng import capture_rng, restore_rng
+from sequifier.training.runtime import TrainingRuntime
 from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
 from sequifier.training.stop import GracefulStop, StopRequested
+from sequifier.training.threads import torch_threads
 
 logger = logging.getLogger("sequifier")
-PROGRESS_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class TrainResult:
     final_validation: dict[str, float]
     final_baseline: dict[str, float]
     exported: list[str]
+    samples_per_second: float = math.nan
+    log_folders: tuple[str, ...] = ()
 
 
 class Trainer:
@@ -63,6 +70,7 @@ class Trainer:
         self.device = torch.device(config.device)
         torch.manual_seed(config.seed)
         self.network: SequifierNetwork = build_network(spec.network).to(self.device)
+        self.runtime = TrainingRuntime(self.network, self.training, self.device)
         self.parts = load_parts(spec)
         fit_priors(self.network, self.parts)
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
@@ -100,6 +108,13 @@ class Trainer:
         seed = stream_seed(self.spec.config.seed, "shuffle", phase, epoch, part.spec.dataset, part.spec.part)
         return shuffled_batches(part.train, self.training.batch_size, seed)
 
+    def _gathered(self, schedule: list[PlannedBatch]) -> Iterator[Batch]:
+        """The running epoch's batches from the next planned one on, gathered in order (ahead, with num_workers)."""
+        p = self.progress
+        views = {key: self._batches(part, p.phase_index, p.phase_epoch) for key, part in self.parts.items()}
+        gather = lambda b: self.parts[(b.dataset, b.part)].training_batch(views[(b.dataset, b.part)][b.batch])
+        return prefetched(schedule[p.batches_done :], gather, self.training.num_workers)
+
     def _schedule(self, phase_index: int, epoch: int) -> list[PlannedBatch]:
         counts = {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
         phase = self.spec.config.training_plan.phases[phase_index]
@@ -129,7 +144,7 @@ class Trainer:
                     "resuming %s from %s: epoch %d of phase %d, after %d planned batches (step %d)",
                     self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
                 )  # fmt: skip
-            with GracefulStop() as self.stop:
+            with GracefulStop() as self.stop, torch_threads(self.training.num_threads):
                 return self._run()
         finally:
             self.records.close()
@@ -159,6 +174,7 @@ class Trainer:
         n_params = sum(parameter.numel() for parameter in self.network.parameters())
         views = ", ".join(f"{d}.{part}: {len(data.train)}" for (d, part), data in self.parts.items())
         logger.info("training %s: %d parameters; training views %s", self.spec.model_name, n_params, views)
+        self.throughput = Throughput()
         while p.phase_index < len(phases):
             if p.completed_epochs and self.monitor.should_stop(p.completed_epochs):
                 logger.info(
@@ -175,40 +191,40 @@ class Trainer:
             self.last_evaluation = self._validate(phase.name, epoch)
             if self.monitor.update(epoch, self.last_evaluation, training_loss):
                 self.best_state = copy.deepcopy(self.network.state_dict())
+            draw_run_curves(self.records.folders())
             p.finish_epoch(phase.epochs)
             if self.snapshots.after_epoch(epoch):
                 self._checkpoint(f"epoch-{epoch}.pt")
             self._stop_if_requested()
-        return self._finish()
+        result = self._finish()
+        return dataclasses.replace(
+            result, samples_per_second=self.throughput.samples_per_second, log_folders=self.records.folders()
+        )
 
     def _train_epoch(self) -> float:
         """Train the rest of the running epoch (all of it unless resumed inside it); returns its training loss."""
         p = self.progress
         phase = self.spec.config.training_plan.phases[p.phase_index]
         schedule = self.schedules[p.phase_index][p.phase_epoch - 1]
-        batches = {key: self._batches(part, p.phase_index, p.phase_epoch) for key, part in self.parts.items()}
+        batches = self._gathered(schedule)
         p.begin_epoch(list(self.parts), self.optimization.learning_rate)
         self.network.train()
-        started = last_report = time.perf_counter()
+        display = EpochProgress(f"epoch {p.global_epoch} ({phase.name})", len(schedule), p, self.losses)
         for number in range(p.batches_done, len(schedule)):
             planned = schedule[number]
             key = (planned.dataset, planned.part)
             if self.pending and self.pending[-1] != planned.dataset:
                 self._flush()
-            p.epoch_samples += self._microbatch(self.parts[key], batches[key][planned.batch], p.epoch_totals[key])
+            p.epoch_samples += self._microbatch(self.parts[key], next(batches), p.epoch_totals[key])
             self.pending.append(planned.dataset)
             if len(self.pending) == self.training.accumulation_steps:
                 self._flush()
             p.batches_done, p.global_batch = number + 1, p.global_batch + 1
             self._after_batch(phase.name)
-            now = time.perf_counter()
-            if now - last_report > PROGRESS_SECONDS:
-                last_report = now
-                logger.info("phase %s epoch %d batch %d/%d", phase.name, p.phase_epoch, number + 1, len(schedule))
+            display.after_batch()
         self._flush()
         self.optimization.end_epoch()
-        elapsed = max(time.perf_counter() - started, 1e-9)
-        logger.info("epoch %d: %.0f samples/s", p.global_epoch, p.epoch_samples / elapsed)
+        logger.info("epoch %d: %.0f samples/s", p.global_epoch, display.close(self.throughput))
         return self.records.training_epoch(self._common(phase.name), self.losses, p.epoch_totals)
 
     def _after_batch(self, phase: str) -> None:
@@ -233,51 +249,44 @@ class Trainer:
             )  # fmt: skip
             raise StopRequested(str(path))
 
-    def _microbatch(self, part: PartData, chosen: torch.Tensor, totals: Totals) -> int:
-        loss, sums, inputs = self._batch_loss(part, chosen)
+    def _microbatch(self, part: PartData, batch: Batch, totals: Totals) -> int:
+        loss, sums, inputs = self._batch_loss(part, batch)
         p = self.progress
         where = f"epoch {p.global_epoch}, batch {p.batches_done + 1}, step {p.global_step}"
         check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
         self.last_finite_loss = float(loss.detach())
         if loss.requires_grad:
-            loss.backward()
+            self.optimization.scaled(loss).backward()
+            self.runtime.after_backward()
         totals.add(
             Totals(
                 loss={n: float(t.detach()) for n, (t, _) in sums.items()},
                 count={n: int(c) for n, (_, c) in sums.items()},
             )
         )
-        return len(chosen)
+        return len(batch.target_valid)
 
     def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """The optimized loss of training views `chosen` (weighted per-target means of counted targets) and its sums."""
-        loss, sums, _ = self._batch_loss(part, chosen)
+        loss, sums, _ = self._batch_loss(part, part.training_batch(chosen))
         return loss, sums
 
-    def _batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict, dict]:
+    def _batch_loss(self, part: PartData, batch: Batch) -> tuple[torch.Tensor, dict, dict]:
         losses = self.losses[part.spec.dataset]
-        interface = self.spec.config.model.interfaces[part.interface]
-        split = part.train
-        batch = gather_batch(
-            split.windows,
-            split.window_index[chosen],
-            split.end_slot[chosen],
-            view_shape(self.spec, part.interface),
-            interface.input_columns,
-            interface.target_columns,
-        )
         inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
         targets = {k: v.to(self.device) for k, v in batch.targets.items()}
         pad = batch.left_pad_lengths.to(self.device) if batch.left_pad_lengths is not None else None
-        outputs = self.network(part.interface, inputs, pad)
-        sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
+        with self.runtime.autocast():
+            outputs = self.runtime.forward(part.interface, inputs, pad)
+            sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
         means = {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
         return losses.aggregate(means), sums, inputs
 
     def _flush(self) -> None:
         """Close the accumulation window.
 
-        Drop the dataset's frozen gradients, average over the actual microbatch count, clip, step.
+        Drop the dataset's frozen gradients (before unscaling and overflow detection), average over the
+        actual microbatch count, step.
         """
         if not self.pending:
             return
@@ -288,8 +297,6 @@ class Trainer:
                 parameter.grad = None
             elif parameter.grad is not None and count > 1:
                 parameter.grad.div_(count)
-        if self.training.gradient_clip:
-            torch.nn.utils.clip_grad_norm_(self.network.parameters(), self.training.gradient_clip)
         self.optimization.step()
         self.progress.global_step += 1
 
@@ -324,6 +331,8 @@ class Trainer:
                 self.records.validation(common, dataset, part, summarize(part_totals, losses), aggregate_only=False)
             result = summarize(combined, losses)
             results[source.source] = result
+            rows = class_share_rows(self.network, self.spec, self.parts, source.source, self.device)
+            self.records.class_shares(common, dataset, only_part, rows)
             self.records.validation(common, dataset, only_part, result, aggregate_only=True)
             per_target = ", ".join(
                 f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses

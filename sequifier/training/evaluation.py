@@ -5,7 +5,9 @@ Totals are sums and counts, so the parts of a source combine exactly.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
+from typing import ContextManager
 
 import torch
 
@@ -53,8 +55,9 @@ def evaluate_split(
     losses: TargetLosses,
     batch_size: int,
     device: torch.device,
+    autocast: ContextManager | None = None,
 ) -> Totals:
-    """Loss and persistence totals of every counted target of one validation split."""
+    """Loss and persistence totals of every counted target of one validation split (forward under `autocast`)."""
     was_training = network.training
     network.eval()
     totals = Totals()
@@ -64,7 +67,8 @@ def evaluate_split(
         batch = gather_batch(split.windows, split.window_index[part], split.end_slot[part], shape, input_columns, names)
         inputs = {k: v.to(device) for k, v in batch.inputs.items()}
         pad = batch.left_pad_lengths.to(device) if batch.left_pad_lengths is not None else None
-        outputs = {k: v.float().cpu() for k, v in network(interface, inputs, pad).items()}
+        with autocast or contextlib.nullcontext():
+            outputs = {k: v.float().cpu() for k, v in network(interface, inputs, pad).items()}
         step = Totals()
         for name, (total, count) in losses.sums(outputs, batch.targets, batch.target_valid).items():
             step.loss[name], step.count[name] = float(total), int(count)

@@ -1,4 +1,4 @@
-"""Run logging: the text log and the training/validation metric CSVs in logs/<model>/."""
+"""Run logging: the text log, the training/validation metric CSVs and the class-share CSV in logs/<model>/."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import csv
 import logging
 from pathlib import Path
 
-METRIC_FIELDS = [
+METRIC_FIELDS = (
     "run_id",
     "phase",
     "dataset",
@@ -17,7 +17,22 @@ METRIC_FIELDS = [
     "metric",
     "value",
     "learning_rate",
-]
+)
+CLASS_SHARE_FIELDS = (
+    "run_id",
+    "phase",
+    "dataset",
+    "part",
+    "epoch",
+    "global_step",
+    "target",
+    "class_id",
+    "class_label",
+    "count",
+    "total_count",
+    "share",
+    "learning_rate",
+)
 
 logger = logging.getLogger("sequifier")
 
@@ -35,13 +50,13 @@ def attach_log_file(logs_dir: Path, model_name: str) -> logging.Handler:
 
 
 class MetricsFile:
-    """Appends long-format metric rows (one value per row) to a CSV file, flushing each row.
+    """Appends metric rows (`fields`; long format, one value per row, by default) to a CSV file, flushing each row.
 
     Rows hold no timing, so a resumed run writes exactly the rows an uninterrupted one would.
     `keep_bytes` (resume) first cuts the file back to the length it had when the checkpoint was written.
     """
 
-    def __init__(self, path: Path, run_id: str, keep_bytes: int | None = None):
+    def __init__(self, path: Path, run_id: str, keep_bytes: int | None = None, fields: tuple[str, ...] = METRIC_FIELDS):
         self.path = path
         self.run_id = run_id
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -50,7 +65,7 @@ class MetricsFile:
                 existing.truncate(keep_bytes)
         new = not path.exists() or path.stat().st_size == 0
         self._file = path.open("a", newline="")
-        self._writer = csv.DictWriter(self._file, fieldnames=METRIC_FIELDS)
+        self._writer = csv.DictWriter(self._file, fieldnames=fields)
         if new:
             self._writer.writeheader()
 

@@ -1,4 +1,4 @@
-"""Optimizers and learning-rate schedulers from their torch names and keyword arguments."""
+"""Optimizers, learning-rate schedulers and loss scalers: built from the config, stepped, checkpointed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import torch
 from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.config.typed import ProblemList
+from sequifier.training.precision import LossScaler, needs_loss_scaling
 
 TAKES_TOTAL_STEPS = {
     "OneCycleLR": "total_steps",
@@ -75,7 +76,8 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | N
 
 
 class OptimizationLifecycle:
-    """Optimizer and scheduler across phases: new ones at every phase (reset) or one for the run (continuous).
+    """Optimizer, scheduler and loss scaler across phases: new ones at every phase (reset) or one set for
+    the run (continuous).
 
     A scheduler's duration argument, when it takes one and the config leaves it out, is the
     active phase's epochs (or optimizer steps, when stepped per batch) in reset mode, and
@@ -90,6 +92,7 @@ class OptimizationLifecycle:
         self.durations = durations if training.reset_optimization_on_phase else [sum(durations)] * len(durations)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
+        self.scaler = LossScaler(False)
         self.built_for_phase: int | None = None
         self.restored_without_step = False
 
@@ -100,17 +103,22 @@ class OptimizationLifecycle:
     def _build(self, index: int) -> None:
         self.optimizer = build_optimizer(self.parameters, self.training.learning_rate, self.training.optimizer)
         self.scheduler = build_scheduler(self.optimizer, self.training.scheduler, self.durations[index])
+        self.scaler = LossScaler(needs_loss_scaling(self.training))
         self.built_for_phase = index
 
     def state_dict(self) -> dict[str, Any]:
-        """The active optimizer and scheduler and the phase they were built for (None before the first phase)."""
+        """The active optimizer, scheduler and scaler and the phase they were built for (None before the first)."""
         if self.optimizer is None:
             return {"phase": None}
-        scheduler = self.scheduler.state_dict() if self.scheduler is not None else None
-        return {"phase": self.built_for_phase, "optimizer": self.optimizer.state_dict(), "scheduler": scheduler}
+        return {
+            "phase": self.built_for_phase,
+            "optimizer": self.optimizer.state_dict(),
+            "scheduler": self.scheduler.state_dict() if self.scheduler is not None else None,
+            "scaler": self.scaler.state_dict(),
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Rebuild the optimizer and scheduler of the saved phase and restore their state exactly."""
+        """Rebuild the optimizer, scheduler and scaler of the saved phase and restore their state exactly."""
         if state["phase"] is None:
             return
         self._build(state["phase"])
@@ -118,11 +126,23 @@ class OptimizationLifecycle:
         self.restored_without_step = True
         if self.scheduler is not None:
             self.scheduler.load_state_dict(state["scheduler"])
+        self.scaler.load_state_dict(state.get("scaler", {}))
+
+    def scaled(self, loss: torch.Tensor) -> torch.Tensor:
+        """The loss to backpropagate: scaled when float16 is in use."""
+        return self.scaler.scaled(loss)
 
     def step(self) -> None:
-        """One optimizer update (gradients already averaged and clipped)."""
+        """One update from the accumulated, averaged gradients (frozen ones already removed).
+
+        They are unscaled and checked for overflow (an overflow skips the update), then clipped
+        to global_training.gradient_clip.
+        """
         self.restored_without_step = False
-        self.optimizer.step()
+        if self.scaler.unscale(p.grad for p in self.parameters if p.grad is not None):
+            if self.training.gradient_clip:
+                torch.nn.utils.clip_grad_norm_(self.parameters, self.training.gradient_clip)
+            self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
         if self.scheduler is not None and self.per_batch:
             self.scheduler.step()

@@ -1,4 +1,5 @@
-"""The run's records as training goes: the text log, and per dataset the training and validation metric files."""
+"""The run's records as training goes: the text log, and per dataset the training and validation metric files (and
+the validation class shares of a dataset with class_share_log_columns)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from pathlib import Path
 from sequifier.config.resolve import RunSpec
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.losses import TargetLosses
-from sequifier.training.metrics import MetricsFile, attach_log_file
+from sequifier.training.metrics import CLASS_SHARE_FIELDS, MetricsFile, attach_log_file
+from sequifier.training.tensorboard import mirrored
 
 logger = logging.getLogger("sequifier")
 FILES = ("training-metrics.csv", "validation-metrics.csv")
+CLASS_SHARES = "validation-class-shares.csv"
 
 
 class RunRecords:
@@ -20,10 +23,17 @@ class RunRecords:
     def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None):
         self.handler = attach_log_file(spec.logs_dir, spec.model_name)
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
+        self.class_share_files: dict[str, MetricsFile] = {}
         for dataset in spec.config.dataset_training:
             folder = spec.dataset_view(dataset).logs_dir
+            if spec.config.dataset_training[dataset].class_share_log_columns:
+                path = folder / CLASS_SHARES
+                kept = self._kept(keep_bytes, path, spec)
+                self.class_share_files[dataset] = MetricsFile(path, run_id, kept, CLASS_SHARE_FIELDS)
             opened = [MetricsFile(folder / name, run_id, self._kept(keep_bytes, folder / name, spec)) for name in FILES]
             self.files[dataset] = (opened[0], opened[1])
+            if spec.config.global_training.tensorboard:
+                self.files[dataset] = mirrored(self.files[dataset], run_id)
         self.project_root = spec.project_root
 
     def _kept(self, keep_bytes: dict[str, int] | None, path: Path, spec: RunSpec) -> int | None:
@@ -31,9 +41,14 @@ class RunRecords:
             return None
         return keep_bytes.get(str(path.relative_to(spec.project_root)), 0)
 
+    def folders(self) -> tuple[str, ...]:
+        """The logs/<model>/ folders holding the run's metric files."""
+        return tuple(sorted({str(f.path.parent) for pair in self.files.values() for f in pair}))
+
     def sizes(self) -> dict[str, int]:
         """Bytes of every metric file (relative path -> size), recorded in checkpoints."""
-        return {str(f.path.relative_to(self.project_root)): f.size() for pair in self.files.values() for f in pair}
+        files = [*(f for pair in self.files.values() for f in pair), *self.class_share_files.values()]
+        return {str(f.path.relative_to(self.project_root)): f.size() for f in files}
 
     def training_epoch(
         self, common: dict, losses: dict[str, TargetLosses], totals: dict[tuple[str, str], Totals]
@@ -71,10 +86,17 @@ class RunRecords:
                     **common, dataset=dataset, part=part, target=target, metric=metric, value=value
                 )
 
+    def class_shares(self, common: dict, dataset: str, part: str, rows: list[dict]) -> None:
+        """Rows of class_shares.class_share_rows for one evaluation source."""
+        for row in rows:
+            self.class_share_files[dataset].write(**common, dataset=dataset, part=part, **row)
+
     def close(self) -> None:
         for pair in self.files.values():
             for metrics_file in pair:
                 metrics_file.close()
+        for metrics_file in self.class_share_files.values():
+            metrics_file.close()
         logger.removeHandler(self.handler)
         self.handler.close()
 

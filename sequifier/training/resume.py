@@ -1,7 +1,7 @@
 """Whether a run continues from a checkpoint, and whether it may: the config and data the checkpoint was written for.
 
 A checkpoint records a fingerprint: the canonical config (every field the saved state depends on:
-model, data, plan, optimization, batch size, loader workers, world size, seed) and a digest of each
+model, data, plan, optimization, batch size, threads, world size, seed) and a digest of each
 part's metadata. Resuming with a different one is refused, naming the first differing path and
 both values. RESUMABLE_FIELDS may change between the two runs.
 """
@@ -25,6 +25,8 @@ RESUMABLE_FIELDS = (
     "global_training.resume",
     "global_training.save_interval_minutes",
     "global_training.save_latest_interval_minutes",
+    "global_training.num_workers",
+    "global_training.tensorboard",
     "export_onnx",
     "export_pt",
     "export_generative_model",

@@ -1089,13 +1089,21 @@ VALIDATION_ROWS = [
     ),
     row(
         "torch-compile-outer-with-fsdp",
-        {"global_training.data_parallelism": "fsdp", "global_training.torch_compile": "outer"},
+        {
+            "global_training.distributed": True,
+            "global_training.data_parallelism": "fsdp",
+            "global_training.torch_compile": "outer",
+        },
         "global_training.torch_compile",
         "use inner or none with FSDP",
     ),
     row(
         "torch-compile-inner-with-ddp",
-        {"global_training.data_parallelism": "ddp", "global_training.torch_compile": "inner"},
+        {
+            "global_training.distributed": True,
+            "global_training.data_parallelism": "ddp",
+            "global_training.torch_compile": "inner",
+        },
         "global_training.torch_compile",
         "use outer or none with DDP",
     ),

@@ -1,0 +1,105 @@
+"""Loss curves as pictures: logs/<model>/curves.png of one run, and sweep.png comparing a sweep's jobs.
+
+Drawn with matplotlib's headless Agg canvas (no display, no pyplot state) and written atomically.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import math
+from pathlib import Path
+
+from sequifier.atomic import write_bytes_atomic
+from sequifier.training.history import History, read_history
+
+CURVES_FILE = "curves.png"
+SWEEP_FILE = "sweep.png"
+logger = logging.getLogger("sequifier")
+PANEL_INCHES = (5.0, 3.2)
+
+
+def _figure(panels: int):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    columns = min(panels, 3)
+    rows = math.ceil(panels / columns)
+    figure = Figure(figsize=(PANEL_INCHES[0] * columns, PANEL_INCHES[1] * rows), layout="constrained")
+    FigureCanvasAgg(figure)
+    axes = [figure.add_subplot(rows, columns, i + 1) for i in range(panels)]
+    for each in axes:
+        each.xaxis.set_major_locator(MaxNLocator(integer=True))
+        each.set_xlabel("epoch")
+        each.set_ylabel("loss")
+        each.grid(alpha=0.3)
+    return figure, axes
+
+
+def _save(figure, path: Path) -> Path:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=100)
+    write_bytes_atomic(path, buffer.getvalue())
+    return path
+
+
+def _line(axes, by_epoch: dict[int, float], **style) -> None:
+    epochs = sorted(by_epoch)
+    axes.plot(epochs, [by_epoch[e] for e in epochs], **({"marker": "o", "markersize": 3} | style))
+
+
+def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
+    """Draw folder/curves.png from the metric files in `folder`: per target, training and validation loss per epoch,
+    the persistence baseline dashed, phase boundaries as vertical lines, and any known loss floor of a target
+    (`floors`, e.g. the entropy rate of the demo's generator) dotted. Returns the picture's path.
+    """
+    history = read_history(folder)
+    names = history.names() or ["aggregate"]
+    figure, panels = _figure(len(names))
+    training, validation = history.series("training"), history.series("validation")
+    baseline = history.series("validation", "baseline_loss")
+    for axes, name in zip(panels, names):
+        if name in training:
+            _line(axes, training[name], label="training", color="tab:blue")
+        if name in validation:
+            _line(axes, validation[name], label="validation", color="tab:orange")
+        if name in baseline:
+            _line(axes, baseline[name], label="persistence baseline", color="tab:gray", linestyle="--", marker=None)
+        if floors and name in floors:
+            axes.axhline(floors[name], color="tab:green", linestyle=":", label=f"loss floor {floors[name]:.4f}")
+        _mark_phases(axes, history)
+        axes.set_title(name)
+        if axes.has_data():
+            axes.legend(fontsize="small")
+    figure.suptitle(f"{Path(folder).resolve().name} ({history.dataset})" if history.dataset else Path(folder).name)
+    return _save(figure, Path(folder) / CURVES_FILE)
+
+
+def draw_run_curves(folders: tuple[str, ...]) -> None:
+    """Redraw the curves of a running run; a picture that cannot be drawn is logged, never fatal to training."""
+    for folder in folders:
+        try:
+            draw_curves(Path(folder))
+        except Exception as error:  # a picture must not end a run
+            logger.warning("could not draw %s: %s", Path(folder) / CURVES_FILE, error)
+
+
+def _mark_phases(axes, history: History) -> None:
+    for epoch, phase in history.phase_starts():
+        axes.axvline(epoch - 0.5, color="black", linewidth=0.8, linestyle=":")
+        axes.annotate(phase, (epoch - 0.5, 0.02), xycoords=("data", "axes fraction"), fontsize="small", va="bottom")
+
+
+def draw_sweep(jobs: list[tuple[str, list[Path]]], path: Path) -> Path:
+    """Draw `path` comparing the validation loss per epoch (aggregate) of each (label, logs folders) job."""
+    figure, (axes,) = _figure(1)
+    for label, folders in jobs:
+        for folder in folders:
+            validation = read_history(folder).series("validation").get("aggregate", {})
+            if validation:
+                _line(axes, validation, label=label if len(folders) == 1 else f"{label} ({Path(folder).name})")
+    axes.set_title("validation loss per job")
+    if axes.has_data():
+        axes.legend(fontsize="small")
+    return _save(figure, path)

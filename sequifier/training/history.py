@@ -1,0 +1,66 @@
+"""A run's losses per epoch, read back from the metric CSVs of one logs/<model>/ folder.
+
+The files may hold several runs of the same model name one after another; only the latest run
+(the run_id of the last row) is read. A resumed run keeps its run_id, and its files were cut back
+to its checkpoint, so its history is the uninterrupted run's.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sequifier.config.errors import UserError
+from sequifier.training.reporting import FILES
+
+SPLITS = dict(zip(("training", "validation"), FILES))
+
+
+@dataclass
+class History:
+    """Values by (split, series, metric) and epoch; `series` is the target, prefixed by its part when parts differ."""
+
+    dataset: str = ""
+    values: dict[tuple[str, str, str], dict[int, float]] = field(default_factory=dict)
+    phases: dict[int, str] = field(default_factory=dict)
+
+    def series(self, split: str, metric: str = "loss") -> dict[str, dict[int, float]]:
+        return {name: by_epoch for (s, name, m), by_epoch in self.values.items() if s == split and m == metric}
+
+    def names(self) -> list[str]:
+        """Every series name, `aggregate` first."""
+        found = sorted({name for (_, name, _) in self.values})
+        return sorted(found, key=lambda name: not name.endswith("aggregate"))
+
+    def phase_starts(self) -> list[tuple[int, str]]:
+        """(first epoch, name) of every phase after the first."""
+        epochs = sorted(self.phases)
+        return [(e, self.phases[e]) for before, e in zip(epochs, epochs[1:]) if self.phases[e] != self.phases[before]]
+
+
+def read_history(folder: Path) -> History:
+    """The latest run's history in `folder`; a UserError when the folder holds no metric files."""
+    paths = {split: Path(folder) / name for split, name in SPLITS.items()}
+    if not any(path.is_file() for path in paths.values()):
+        raise UserError(str(folder), f"holds no metric files ({', '.join(FILES)}); pass a logs/<model> folder")
+    rows = {split: _rows(path) for split, path in paths.items()}
+    latest = next((r[-1]["run_id"] for r in (rows["validation"], rows["training"]) if r), None)
+    history = History()
+    for split, split_rows in rows.items():
+        mine = [row for row in split_rows if row["run_id"] == latest]
+        several_parts = len({row["part"] for row in mine if row["target"] != "aggregate"}) > 1
+        for row in mine:
+            epoch = int(row["epoch"])
+            name = f"{row['part']}/{row['target']}" if several_parts and row["part"] else row["target"]
+            history.values.setdefault((split, name, row["metric"]), {})[epoch] = float(row["value"])
+            history.phases[epoch] = row["phase"]
+            history.dataset = row["dataset"]
+    return history
+
+
+def _rows(path: Path) -> list[dict[str, str]]:
+    if not path.is_file():
+        return []
+    with path.open(newline="") as handle:
+        return list(csv.DictReader(handle))

@@ -1,0 +1,143 @@
+"""Numeric precision of training: parameter dtypes per layer type, autocast, and dynamic loss scaling.
+
+`layer_type_dtypes` (as in sequifier 3.x) stores each layer's parameters in its type's dtype and runs
+the layer in it: a layer's floating inputs are cast to its parameter dtype, attention computes in its
+projections' dtype, and outputs reach the loss as float32. Layer types left out stay float32; decoder
+layers take `linear`'s dtype unless `decoder` is given. Buffers and free parameters stay float32.
+
+`autocast` (beyond 3.x) runs forward and loss under `torch.autocast` with float32 parameters.
+Any float16 in use (a float16 layer type or `autocast: fp16`) scales the loss against underflow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from typing import Any, ContextManager, Iterable
+
+import torch
+from torch import Tensor, nn
+
+from sequifier.config.schema import LAYER_DTYPES, GlobalTrainingConfig
+from sequifier.model.attention import SelfAttention
+from sequifier.model.layers import RMSNorm
+from sequifier.model.network import SequifierNetwork
+from sequifier.model.positions import RotaryEmbedding
+
+logger = logging.getLogger("sequifier")
+
+DTYPES = {name: getattr(torch, name) for name in LAYER_DTYPES}
+AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+LAYER_CLASSES = (
+    (nn.Embedding, "embedding"),
+    (nn.Linear, "linear"),
+    ((nn.Conv1d, nn.Conv2d, nn.Conv3d), "conv"),
+    ((RMSNorm, nn.LayerNorm), "norm"),
+)
+
+
+def needs_loss_scaling(training: GlobalTrainingConfig) -> bool:
+    """Whether float16 is in use: a float16 layer type or float16 autocast."""
+    return "float16" in (training.layer_type_dtypes or {}).values() or training.autocast == "fp16"
+
+
+def _layer_type(module: nn.Module) -> str | None:
+    return next((name for classes, name in LAYER_CLASSES if isinstance(module, classes)), None)
+
+
+def _cast_floating(values: Any, dtype: torch.dtype) -> Any:
+    if isinstance(values, Tensor):
+        return values.to(dtype) if values.is_floating_point() else values
+    if isinstance(values, tuple):
+        return tuple(_cast_floating(v, dtype) for v in values)
+    return values
+
+
+def _inputs_to(dtype: torch.dtype):
+    return lambda module, args: _cast_floating(args, dtype)
+
+
+def _attention_inputs(module: SelfAttention, args: tuple) -> tuple:
+    """Queries, keys, values and the additive mask must share one dtype: that of the projections."""
+    return _cast_floating(args, module.qkv.weight.dtype)
+
+
+def _keep_input_dtype(module: nn.Module, args: tuple, output: Tensor) -> Tensor:
+    return output.to(args[0].dtype)
+
+
+def apply_layer_dtypes(network: SequifierNetwork, dtypes: dict[str, str]) -> None:
+    """Store every layer's parameters in its type's dtype and make it compute in that dtype."""
+    decoder_layers = {id(m) for interface in network.interfaces.values() for m in interface.decoder.modules()}
+    for module in network.modules():
+        if isinstance(module, SelfAttention):
+            module.register_forward_pre_hook(_attention_inputs)
+        elif isinstance(module, RotaryEmbedding):
+            module.register_forward_hook(_keep_input_dtype)
+        kind = _layer_type(module)
+        if kind is None:
+            continue
+        if kind == "linear" and id(module) in decoder_layers:
+            name = dtypes.get("decoder", dtypes.get("linear", "float32"))
+        else:
+            name = dtypes.get(kind, "float32")
+        module.to(DTYPES[name])
+        module.register_forward_pre_hook(_inputs_to(DTYPES[name]))
+
+
+def autocast_context(training: GlobalTrainingConfig, device: torch.device) -> ContextManager:
+    """`torch.autocast` of the configured dtype on the device's type, or no autocast."""
+    if training.autocast is None:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES[training.autocast])
+
+
+def warn_ineffective(training: GlobalTrainingConfig) -> None:
+    """layer_autocast sets FSDP's mixed-precision compute dtype (as in 3.x); say so where it does nothing."""
+    if training.layer_autocast and not (training.distributed and training.data_parallelism == "fsdp"):
+        logger.warning(
+            "global_training.layer_autocast has no effect here: it sets FSDP's mixed-precision compute dtype "
+            "(bfloat16) and this run does not use FSDP; global_training.autocast enables mixed precision"
+        )
+
+
+class LossScaler:
+    """Dynamic loss scaling: the loss is multiplied by a scale that halves on overflow and doubles after
+    `growth_interval` finite steps (torch.amp.GradScaler's policy and defaults).
+
+    torch.amp.GradScaler cannot be used: it refuses to unscale float16 gradients, which float16
+    parameters (layer_type_dtypes) have. Disabled, it changes nothing.
+    """
+
+    def __init__(self, enabled: bool, init_scale: float = 2.0**16, growth_interval: int = 2000):
+        self.enabled = enabled
+        self.scale = init_scale if enabled else 1.0
+        self.growth_interval = growth_interval
+        self.finite_steps = 0
+
+    def scaled(self, loss: Tensor) -> Tensor:
+        return loss * self.scale if self.enabled else loss
+
+    def unscale(self, gradients: Iterable[Tensor]) -> bool:
+        """Divide `gradients` by the scale and update it; False when one is not finite (skip the step)."""
+        if not self.enabled:
+            return True
+        gradients = list(gradients)
+        for gradient in gradients:
+            gradient.mul_(1.0 / self.scale)
+        finite = bool(torch.stack([g.isfinite().all() for g in gradients]).all()) if gradients else True
+        if not finite:
+            self.scale, self.finite_steps = self.scale / 2, 0
+            logger.warning("gradient overflow: update skipped, loss scale lowered to %g", self.scale)
+        else:
+            self.finite_steps += 1
+            if self.finite_steps == self.growth_interval:
+                self.scale, self.finite_steps = self.scale * 2, 0
+        return finite
+
+    def state_dict(self) -> dict[str, Any]:
+        return {"scale": self.scale, "finite_steps": self.finite_steps} if self.enabled else {}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if self.enabled and state:
+            self.scale, self.finite_steps = state["scale"], state["finite_steps"]

@@ -1,0 +1,62 @@
+"""How the training step runs the network: parameter dtypes, autocast and torch.compile, set up once per run."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import ContextManager
+
+import torch
+from torch import Tensor
+
+from sequifier.config.network import NetworkSpec
+from sequifier.config.schema import GlobalTrainingConfig
+from sequifier.model.network import SequifierNetwork, build_network
+from sequifier.training.compile import compiled_forward
+from sequifier.training.precision import apply_layer_dtypes, autocast_context, warn_ineffective
+
+logger = logging.getLogger("sequifier")
+
+
+class TrainingRuntime:
+    """Applies `layer_type_dtypes` to `network` and compiles its training forward pass as configured.
+
+    The network stays the eager module whose state dict is saved; `forward` may be a compiled wrapper.
+    """
+
+    def __init__(self, network: SequifierNetwork, training: GlobalTrainingConfig, device: torch.device):
+        self.training = training
+        self.device = device
+        warn_ineffective(training)
+        if training.layer_type_dtypes is not None:
+            apply_layer_dtypes(network, training.layer_type_dtypes)
+        self._forward = compiled_forward(network, training.torch_compile)
+        self._first_step_started: float | None = None
+        self._first_step_logged = training.torch_compile == "none"
+
+    def autocast(self) -> ContextManager:
+        return autocast_context(self.training, self.device)
+
+    def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None) -> dict[str, Tensor]:
+        """Outputs per target in float32 (the loss is computed in float32 whatever the layers compute in)."""
+        if self._first_step_started is None:
+            self._first_step_started = time.perf_counter()
+        outputs = self._forward(interface, inputs, left_pad_lengths)
+        return {name: output.float() for name, output in outputs.items()}
+
+    def after_backward(self) -> None:
+        """Log how long the first step took when it includes compiling."""
+        if not self._first_step_logged:
+            self._first_step_logged = True
+            logger.info(
+                "torch_compile %s: first training step (compiling forward and backward) took %.1f s",
+                self.training.torch_compile,
+                time.perf_counter() - self._first_step_started,
+            )
+
+
+def export_network(spec: NetworkSpec, state: dict[str, Tensor], device: torch.device) -> SequifierNetwork:
+    """What exports take: an eager float32 network (no layer dtypes, no compilation) holding `state`'s weights."""
+    network = build_network(spec)
+    network.load_state_dict(state)
+    return network.to(device)

@@ -1,0 +1,53 @@
+"""The run summary printed at the end of every training run: losses per dataset and target, time, outputs."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from sequifier.progress import duration
+from sequifier.training.curves import CURVES_FILE
+from sequifier.training.engine import TrainResult
+from sequifier.training.history import read_history
+
+HEADER = ("dataset", "target", "best val loss", "best epoch", "final val loss", "baseline")
+
+
+def summary_rows(folder: Path) -> list[tuple[str, ...]]:
+    """Per target of the run logged in `folder`: best and final validation loss, baseline, epoch of the best."""
+    history = read_history(folder)
+    baselines = history.series("validation", "baseline_loss")
+    rows = []
+    for name, by_epoch in history.series("validation").items():
+        best_epoch = min(by_epoch, key=lambda e: (by_epoch[e], e))
+        final_epoch = max(by_epoch)
+        baseline = baselines.get(name, {}).get(final_epoch, math.nan)
+        rows.append(
+            (
+                history.dataset,
+                name,
+                f"{by_epoch[best_epoch]:.4f}",
+                str(best_epoch),
+                f"{by_epoch[final_epoch]:.4f}",
+                f"{baseline:.4f}",
+            )
+        )
+    return sorted(rows, key=lambda row: (row[0], not row[1].endswith("aggregate"), row[1]))
+
+
+def run_summary(result: TrainResult, wall_seconds: float) -> str:
+    """The summary table of one finished run, ready to print."""
+    rows = [row for folder in result.log_folders for row in summary_rows(Path(folder))]
+    widths = [max(len(str(cell)) for cell in column) for column in zip(HEADER, *rows)]
+    lines = [f"\nrun summary: {result.model_name}"]
+    for row in [HEADER, *rows]:
+        lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    if not rows:
+        lines.append("  (no validation: add an `evaluation` section to see validation losses)")
+    if result.best_epoch:
+        lines.append(f"  best model: epoch {result.best_epoch} (monitored loss {result.monitored_loss:.4f})")
+    lines.append(f"  wall time {duration(wall_seconds)}, throughput {result.samples_per_second:,.0f} samples/s")
+    lines += [f"  model    {path}" for path in result.exported]
+    pictures = [Path(folder) / CURVES_FILE for folder in result.log_folders]
+    lines += [f"  curves   {path}" for path in pictures if path.is_file()]
+    return "\n".join(lines)

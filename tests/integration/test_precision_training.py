@@ -1,0 +1,96 @@
+"""Precision and compilation options train from a CLI override, export float32 models that infer, and compute
+what float32 eager training computes (bf16 autocast within 2%, layer_autocast and torch.compile alike)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from conftest import run_sequifier, tiny_train_config, write_yaml
+
+from sequifier.config.compose import canonical_config
+from sequifier.config.resolve import resolve
+from sequifier.data.stored import load_split
+from sequifier.infer.onnx_model import OnnxModel
+from sequifier.infer.runner import model_inputs
+from sequifier.training.engine import Trainer
+from sequifier.training.runtime import export_network
+
+
+def onnx_matches_torch(project: Path, onnx_path: Path, pt_path: Path) -> None:
+    """The ONNX model (float32 initializers only) predicts what the PT bundle's weights predict in torch."""
+    assert {i.data_type for i in onnx.load(onnx_path).graph.initializer} <= {onnx.TensorProto.FLOAT}
+    spec = resolve(canonical_config(tiny_train_config()), run_dir=project / "check", cwd=project)
+    bundle = torch.load(pt_path, weights_only=False)
+    network = export_network(spec.network, bundle["model_state_dict"], torch.device("cpu")).eval()
+    model = OnnxModel(onnx_path)
+    categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
+    stored = load_split(project / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical)
+    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
+    predicted = model(inputs, padding)
+    with torch.no_grad():
+        expected = network(
+            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
+        )
+    for target in spec.interface.target_columns:
+        assert np.abs(predicted[target] - expected[target][:, -1:].numpy()).max() <= 1e-4, target
+
+
+@pytest.mark.parametrize(
+    "override",
+    [
+        "global_training.layer_type_dtypes={embedding:bfloat16,linear:bfloat16,norm:bfloat16,decoder:float32}",
+        "global_training.autocast=bf16",
+        "global_training.autocast=fp16",
+        "global_training.layer_autocast=true",
+    ],
+)
+def test_precision_option_trains_exports_and_infers(reference_project: Path, override: str):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(export_pt=True))
+    result = run_sequifier(["train", override], reference_project)
+    assert result.returncode == 0, result.stderr
+    models = reference_project / "models"
+    onnx_matches_torch(reference_project, models / "tiny-best-1.onnx", models / "tiny-best-1.pt")
+
+
+def monitored_loss(project: Path, run: str, epochs: int = 3, **global_training) -> float:
+    config = tiny_train_config(training_plan={"epochs": epochs}, export_onnx=False)
+    config["global_training"].update(global_training)
+    spec = resolve(canonical_config(config), run_dir=project / run, cwd=project)
+    return Trainer(spec).run().monitored_loss
+
+
+def test_bf16_autocast_reaches_the_float32_validation_loss_within_two_percent(reference_project: Path):
+    float32 = monitored_loss(reference_project, "fp32")
+    bf16 = monitored_loss(reference_project, "bf16", autocast="bf16")
+    assert bf16 != float32
+    assert abs(bf16 - float32) <= 0.02 * float32
+
+
+def test_layer_autocast_computes_what_float32_computes(reference_project: Path):
+    assert monitored_loss(reference_project, "fp32", epochs=1) == monitored_loss(
+        reference_project, "layer", epochs=1, layer_autocast=True
+    )
+
+
+@pytest.mark.parametrize("mode", ["outer", "inner"])
+def test_compiled_training_step_computes_the_eager_loss(reference_project: Path, tmp_path: Path, mode: str):
+    config = tiny_train_config()
+    config["model"]["backbone"]["architecture"]["dropout"] = 0.0
+    eager = Trainer(resolve(canonical_config(config), run_dir=tmp_path / "eager", cwd=reference_project))
+    config["global_training"]["torch_compile"] = mode
+    compiled = Trainer(resolve(canonical_config(config), run_dir=tmp_path / mode, cwd=reference_project))
+    compiled.network.load_state_dict(eager.network.state_dict())
+    assert list(compiled.network.state_dict()) == list(eager.network.state_dict())  # no _orig_mod. prefixes
+    part = next(iter(eager.parts.values()))
+    chosen = torch.arange(16)
+    expected, _ = eager.batch_loss(part, chosen)
+    loss, _ = compiled.batch_loss(part, chosen)
+    loss.backward()
+    expected.backward()
+    assert torch.allclose(loss, expected, rtol=1e-4, atol=1e-5)
+    for (name, parameter), reference in zip(compiled.network.named_parameters(), eager.network.parameters()):
+        assert torch.allclose(parameter.grad, reference.grad, rtol=1e-3, atol=1e-5), name

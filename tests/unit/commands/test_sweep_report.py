@@ -1,0 +1,22 @@
+"""The sweep report finds the jobs where Hydra put them and leaves its table in the sweep folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sequifier.commands.sweep import SUMMARY_FILE, chosen_sweep_dir, report_sweep
+
+
+def test_the_users_sweep_dir_wins_and_is_relative_to_the_working_folder(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / "multirun" / "d" / "t"
+    assert chosen_sweep_dir(["seed=1,2"], default) == default
+    overrides = ["hydra.sweep.dir=first", "seed=1,2", "hydra.sweep.dir=runs/lr"]
+    assert chosen_sweep_dir(overrides, default) == tmp_path / "runs" / "lr"
+    assert chosen_sweep_dir(["hydra.sweep.dir=/abs/dir"], default) == Path("/abs/dir")
+
+
+def test_a_sweep_without_results_fails_and_says_where_it_looked(tmp_path: Path, capsys):
+    assert report_sweep(tmp_path) == 1
+    assert f"no job results (result.json) under {tmp_path}" in capsys.readouterr().out
+    assert "no job results" in (tmp_path / SUMMARY_FILE).read_text()
