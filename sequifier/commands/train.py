@@ -37,7 +37,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.launch import launch
+from sequifier.distributed.launch import hydra_settings_of_this_rank, launch
 from sequifier.training.capabilities import check_supported
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
         print(OmegaConf.to_yaml(asdict(configs[0])), end="")
         return 0
     sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
-    run_hydra(entry, overrides, multirun, sweep_dir, train_task)
+    run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank())
     return print_summary(read_results(sweep_dir), sweep_dir) if multirun else 0
 
 

@@ -342,7 +342,7 @@ class GlobalTrainingConfig:
     data_parallelism: str = option("ddp", "data-parallel strategy", choices=("ddp", "fsdp"))
     fsdp_cpu_offload: bool = option(False, "offload FSDP parameters to CPU memory")
     world_size: int = option(1, "total number of processes across all nodes")
-    backend: str = option("gloo", "torch.distributed backend", choices=("gloo", "nccl"))
+    backend: str = option("nccl", "torch.distributed backend: nccl for GPUs, gloo for CPUs", choices=("gloo", "nccl"))
     torch_compile: str = option("none", "where torch.compile applies", choices=("none", "outer", "inner"))
     num_workers: int = option(0, "data-loader worker processes")
     num_threads: Optional[int] = option(None, "CPU threads used by torch (default: torch's choice)")

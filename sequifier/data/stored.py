@@ -223,15 +223,24 @@ def _windows_from_pt(
     )
 
 
-def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
+def _windows_from_folder(
+    path: Path, wanted: list[str], categorical: Collection[str], window_range: tuple[int, int] | None
+) -> StoredWindows:
+    """The folder's windows (or windows start ... stop - 1 of them, opening only the shards that hold them)."""
     described = read_folder_metadata(path)
     layouts = {
         name: definition
         for name, definition in (described.get("depth_layouts") or {}).items()
         if set(definition["columns"]) & set(wanted)
     }
-    parts = []
+    total = sum(entry["samples"] for entry in described["batch_files"])
+    start, stop = window_range or (0, total)
+    parts, first = [], 0
     for entry in described["batch_files"]:
+        last = first + entry["samples"]
+        if last <= start or first >= stop:
+            first = last
+            continue
         shard = path / entry["path"]
         if shard.suffix == ".pt":
             part = _windows_from_pt(shard, wanted, categorical, layouts)
@@ -241,19 +250,29 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
             raise UserError(
                 str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
             )
-        parts.append(part)
+        parts.append(part.sliced(max(start - first, 0), min(stop, last) - first))
+        first = last
     return concat_windows(parts, wanted, described["window_length"])
 
 
-def load_split(path: Path, columns: Sequence[str], categorical: Collection[str]) -> StoredWindows:
+def split_size(path: Path) -> int:
+    """Windows of a shard folder, from its metadata.json alone."""
+    return sum(entry["samples"] for entry in read_folder_metadata(Path(path))["batch_files"])
+
+
+def load_split(
+    path: Path, columns: Sequence[str], categorical: Collection[str], window_range: tuple[int, int] | None = None
+) -> StoredWindows:
     """Load a split (merged file, or shard folder with metadata.json), materializing only `columns`.
 
-    The `categorical` ones are materialized as int64 ids.
+    The `categorical` ones are materialized as int64 ids. `window_range` (start, stop) keeps only those
+    windows; from a shard folder only the shards that hold them are read.
     """
     path = Path(path)
     if path.is_dir():
-        return _windows_from_folder(path, list(columns), categorical)
-    return _windows_from_table(path, list(columns), categorical)
+        return _windows_from_folder(path, list(columns), categorical, window_range)
+    windows = _windows_from_table(path, list(columns), categorical)
+    return windows.sliced(*window_range) if window_range else windows
 
 
 def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.Table:

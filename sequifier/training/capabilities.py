@@ -29,8 +29,15 @@ def check_supported(config: TrainConfig) -> None:
         path = f"dataset_training.{name}"
         if dataset.class_share_log_columns:
             problems.add(f"{path}.class_share_log_columns", NOT_YET)
+    if training.distributed and training.backend == "nccl":
+        if not config.device.startswith("cuda"):
+            problems.add(
+                "global_training.backend",
+                f"nccl needs CUDA devices, but device is {config.device!r}; use backend: gloo on the CPU",
+            )
+        elif not torch.distributed.is_nccl_available():
+            problems.add("global_training.backend", "this torch build has no nccl; use backend: gloo")
     for key in (
-        "distributed",
         "layer_autocast",
         "layer_type_dtypes",
         "num_workers",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -109,12 +109,18 @@ class OptimizationLifecycle:
         scheduler = self.scheduler.state_dict() if self.scheduler is not None else None
         return {"phase": self.built_for_phase, "optimizer": self.optimizer.state_dict(), "scheduler": scheduler}
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Rebuild the optimizer and scheduler of the saved phase and restore their state exactly."""
+    def load_state_dict(self, state: dict[str, Any], load_optimizer: Callable | None = None) -> None:
+        """Rebuild the optimizer and scheduler of the saved phase and restore their state exactly.
+
+        `load_optimizer(optimizer, saved)` replaces `optimizer.load_state_dict` (FSDP loads whole states into shards).
+        """
         if state["phase"] is None:
             return
         self._build(state["phase"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if load_optimizer is None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        else:
+            load_optimizer(self.optimizer, state["optimizer"])
         self.restored_without_step = True
         if self.scheduler is not None:
             self.scheduler.load_state_dict(state["scheduler"])

@@ -17,10 +17,11 @@ FILES = ("training-metrics.csv", "validation-metrics.csv")
 class RunRecords:
     """Opens the log and metric files of a run (cut back to a checkpoint's lengths on resume) and writes their rows."""
 
-    def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None):
-        self.handler = attach_log_file(spec.logs_dir, spec.model_name)
+    def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None, enabled: bool = True):
+        """`enabled` false (ranks other than 0): losses are still computed, nothing is written."""
+        self.handler = attach_log_file(spec.logs_dir, spec.model_name) if enabled else None
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
-        for dataset in spec.config.dataset_training:
+        for dataset in spec.config.dataset_training if enabled else ():
             folder = spec.dataset_view(dataset).logs_dir
             opened = [MetricsFile(folder / name, run_id, self._kept(keep_bytes, folder / name, spec)) for name in FILES]
             self.files[dataset] = (opened[0], opened[1])
@@ -46,20 +47,23 @@ class RunRecords:
                 if d != dataset or not part_totals.count:
                     continue
                 combined.add(part_totals)
-                for target, value in _means(part_totals).items():
+                for target, value in _means(part_totals).items() if self.handler else ():
                     self.files[dataset][0].write(
                         **common, dataset=dataset, part=part, target=target, metric="loss", value=value
                     )
             if combined.count:
                 aggregate = float(target_losses.aggregate(_means(combined)))
                 aggregates.append(aggregate)
-                self.files[dataset][0].write(
-                    **common, dataset=dataset, part="", target="aggregate", metric="loss", value=aggregate
-                )
+                if self.handler:
+                    self.files[dataset][0].write(
+                        **common, dataset=dataset, part="", target="aggregate", metric="loss", value=aggregate
+                    )
                 logger.info("epoch %d (%s) %s training loss %.4f", common["epoch"], common["phase"], dataset, aggregate)
         return sum(aggregates) / len(aggregates) if aggregates else float("nan")
 
     def validation(self, common: dict, dataset: str, part: str, result: Evaluation, aggregate_only: bool) -> None:
+        if not self.handler:
+            return
         rows = (
             [("aggregate", result.loss, result.baseline_loss)]
             if aggregate_only
@@ -75,8 +79,9 @@ class RunRecords:
         for pair in self.files.values():
             for metrics_file in pair:
                 metrics_file.close()
-        logger.removeHandler(self.handler)
-        self.handler.close()
+        if self.handler:
+            logger.removeHandler(self.handler)
+            self.handler.close()
 
 
 def _means(totals: Totals) -> dict[str, float]:
