@@ -44,7 +44,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.launch import launch
+from sequifier.distributed.launch import hydra_settings_of_this_rank, launch
 from sequifier.training.capabilities import check_supported
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 from sequifier.training.summary import run_summary
@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
         print(OmegaConf.to_yaml(asdict(configs[0])), end="")
         return 0
     sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
-    run_hydra(entry, overrides, multirun, sweep_dir, train_task)
+    run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank())
     return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
 
 
@@ -116,7 +116,8 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     try:
         started = time.perf_counter()
         outcome = launch(job_spec(cfg, job, name))
-        print(run_summary(outcome, time.perf_counter() - started))
+        if outcome.log_folders:  # rank 0 (other ranks of a torchrun job write and print nothing)
+            print(run_summary(outcome, time.perf_counter() - started))
         result.update(
             status="ok",
             monitored_loss=outcome.monitored_loss,

@@ -171,9 +171,17 @@ def canonical_config(data: dict[str, Any]) -> TrainConfig:
 
 
 def run_hydra(
-    entry: TrainEntry, overrides: Overrides, multirun: bool, sweep_dir: Path, task: Callable[[DictConfig], Any]
+    entry: TrainEntry,
+    overrides: Overrides,
+    multirun: bool,
+    sweep_dir: Path,
+    task: Callable[[DictConfig], Any],
+    settings: tuple[str, ...] = (),
 ) -> None:
-    """Hand the command to hydra.main: Hydra runs `task` once per job (in this process, or through a launcher)."""
+    """Hand the command to hydra.main: Hydra runs `task` once per job (in this process, or through a launcher).
+
+    `settings` are further `hydra.*` overrides of the command itself (not of the job's config).
+    """
     import hydra
 
     register_entry(entry)
@@ -187,7 +195,7 @@ def run_hydra(
         f"hydra.sweep.dir={sweep_dir}",
         "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(excluded) + "]",
     ]
-    argv += overrides.all
+    argv += [*settings, *overrides.all]
     saved = sys.argv
     sys.argv = argv
     try:

@@ -213,6 +213,13 @@ def _part_spec(
         raise UserError(
             "global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt"
         )
+    if training.distributed and not stored_as_folder:
+        raise UserError(
+            where,
+            f"distributed training reads a folder of shards, but {train_path.name} is a single merged file that "
+            "every process would have to load whole; preprocess with merge_output: false (write_format: pt for "
+            "production runs; parquet shards are beta)",
+        )
     if training.read_format == "pt" and not (stored_as_folder and any(train_path.glob("*.pt"))):
         raise UserError(
             "global_training.read_format",

@@ -365,7 +365,7 @@ class GlobalTrainingConfig:
     data_parallelism: str = option("ddp", "data-parallel strategy", choices=("ddp", "fsdp"))
     fsdp_cpu_offload: bool = option(False, "offload FSDP parameters to CPU memory")
     world_size: int = option(1, "total number of processes across all nodes")
-    backend: str = option("gloo", "torch.distributed backend", choices=("gloo", "nccl"))
+    backend: str = option("nccl", "torch.distributed backend: nccl for GPUs, gloo for CPUs", choices=("gloo", "nccl"))
     torch_compile: str = option(
         "none",
         "torch.compile of training: outer (the whole model), inner (each transformer layer, the FSDP form) or none",

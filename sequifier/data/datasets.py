@@ -11,6 +11,8 @@ from torch import Tensor
 from sequifier.config.resolve import PartSpec, RunSpec
 from sequifier.data.stored import file_window_counts, load_split
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
+from sequifier.distributed.ranks import SINGLE, Ranks
+from sequifier.distributed.sharding import check_enough_windows, padded_views, rank_range
 
 
 @dataclass(frozen=True)
@@ -18,16 +20,33 @@ class SplitData:
     """One split of one part: its windows and the views that train or evaluate on them.
 
     `shuffle_blocks` are the numbers of consecutive views shuffled together: all views at once, or the
-    views of each stored file in reading order (`file_order: name`).
+    views of each stored file in reading order (`file_order: name`). `view_valid` marks the real views
+    when a distributed rank is padded with repeats (None: all are real); the repeats are the last block.
     """
 
     windows: WindowTensors
     window_index: Tensor
     end_slot: Tensor
     shuffle_blocks: tuple[int, ...]
+    view_valid: Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.window_index)
+
+    def gathered(
+        self, chosen: Tensor | slice, shape: ViewShape, input_columns: tuple[str, ...], target_columns: tuple[str, ...]
+    ) -> Batch:
+        """The views `chosen`, gathered; targets of padding repeats are not counted."""
+        valid = self.view_valid[chosen] if self.view_valid is not None else None
+        return gather_batch(
+            self.windows,
+            self.window_index[chosen],
+            self.end_slot[chosen],
+            shape,
+            input_columns,
+            target_columns,
+            valid,
+        )
 
 
 @dataclass(frozen=True)
@@ -42,15 +61,7 @@ class PartData:
 
     def training_batch(self, chosen: Tensor) -> Batch:
         """The training views `chosen` (indices into the train split's views), gathered."""
-        split = self.train
-        return gather_batch(
-            split.windows,
-            split.window_index[chosen],
-            split.end_slot[chosen],
-            self.shape,
-            self.input_columns,
-            self.target_columns,
-        )
+        return self.train.gathered(chosen, self.shape, self.input_columns, self.target_columns)
 
 
 def view_shape(spec: RunSpec, interface: str) -> ViewShape:
@@ -59,8 +70,8 @@ def view_shape(spec: RunSpec, interface: str) -> ViewShape:
     return ViewShape(training.context_length, training.target_offset, training.window_stride, support)
 
 
-def load_parts(spec: RunSpec) -> dict[tuple[str, str], PartData]:
-    """(dataset, part) -> its data, loading only the columns its interface reads or predicts."""
+def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], PartData]:
+    """(dataset, part) -> its data (this rank's share), loading only the columns its interface reads or predicts."""
     loaded = {}
     for part in spec.parts:
         interface_name = spec.config.dataset_training[part.dataset].model_interface
@@ -69,8 +80,11 @@ def load_parts(spec: RunSpec) -> dict[tuple[str, str], PartData]:
         columns = sorted(set(interface.input_columns) | set(interface.target_columns))
         categorical = {n for n, c in spec.columns[interface_name].items() if c.kind == "categorical"}
         shape = view_shape(spec, interface_name)
-        train = _split(part.train_path, columns, categorical, shape, file_order)
-        validation = _split(part.validation_path, columns, categorical, shape) if part.validation_path else None
+        where = f"dataset_training.{part.dataset}.parts.{part.part}"
+        train = _split(part.train_path, columns, categorical, shape, ranks, where, file_order)
+        validation = (
+            _split(part.validation_path, columns, categorical, shape, ranks, where) if part.validation_path else None
+        )
         loaded[(part.dataset, part.part)] = PartData(
             part,
             interface_name,
@@ -84,16 +98,45 @@ def load_parts(spec: RunSpec) -> dict[tuple[str, str], PartData]:
 
 
 def _split(
-    path: Path, columns: list[str], categorical: set[str], shape: ViewShape, file_order: str = "shuffled"
+    path: Path,
+    columns: list[str],
+    categorical: set[str],
+    shape: ViewShape,
+    ranks: Ranks,
+    where: str,
+    file_order: str = "shuffled",
 ) -> SplitData:
-    windows = to_tensors(load_split(path, columns, categorical, file_order), categorical)
+    """The split's windows (this rank's share of them in a distributed run) and their views."""
+    window_range = None
+    if ranks.joined:
+        total = sum(file_window_counts(path, file_order))
+        check_enough_windows(total, ranks, f"{where}: {path.name}")
+        window_range = rank_range(total, ranks)
+    windows = to_tensors(load_split(path, columns, categorical, file_order, window_range), categorical)
     window_index, end_slot = training_views(windows, shape)
     blocks = (len(window_index),)
     if file_order == "name":
-        file_ends = torch.tensor(file_window_counts(path, file_order), dtype=torch.int64).cumsum(0)
+        counts = file_window_counts(path, file_order)
+        if window_range is not None:
+            counts = _counts_in_range(counts, window_range)
+        file_ends = torch.tensor(counts, dtype=torch.int64).cumsum(0)
         view_ends = torch.searchsorted(window_index, file_ends, side="left")
         blocks = tuple(torch.diff(view_ends, prepend=torch.zeros(1, dtype=torch.int64)).tolist()) or blocks
-    return SplitData(windows, window_index, end_slot, blocks)
+    real = len(window_index)
+    window_index, end_slot, view_valid = padded_views(window_index, end_slot, ranks)
+    if len(window_index) > real:
+        blocks = (*blocks, len(window_index) - real)
+    return SplitData(windows, window_index, end_slot, blocks, view_valid)
+
+
+def _counts_in_range(counts: list[int], window_range: tuple[int, int]) -> list[int]:
+    """How many of each file's windows fall into `window_range` (files in reading order)."""
+    start, stop = window_range
+    kept, first = [], 0
+    for count in counts:
+        kept.append(max(0, min(stop, first + count) - max(start, first)))
+        first += count
+    return kept
 
 
 def shuffled_batches(split: SplitData, batch_size: int, seed: int) -> list[Tensor]:

@@ -233,22 +233,35 @@ def _batch_files(described: dict, file_order: str) -> list[dict]:
 
 
 def file_window_counts(path: Path, file_order: str = "shuffled") -> list[int]:
-    """Windows of each file of a shard folder, in reading order; [] for a merged split file."""
+    """Windows of each file of a shard folder, in reading order, from its metadata.json alone; [] for a merged file."""
     path = Path(path)
     if not path.is_dir():
         return []
     return [int(entry["samples"]) for entry in _batch_files(read_folder_metadata(path), file_order)]
 
 
-def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[str], file_order: str) -> StoredWindows:
+def _windows_from_folder(
+    path: Path,
+    wanted: list[str],
+    categorical: Collection[str],
+    file_order: str,
+    window_range: tuple[int, int] | None,
+) -> StoredWindows:
+    """The folder's windows in reading order (or windows start ... stop - 1 of them, opening only their shards)."""
     described = read_folder_metadata(path)
     layouts = {
         name: definition
         for name, definition in (described.get("depth_layouts") or {}).items()
         if set(definition["columns"]) & set(wanted)
     }
-    parts = []
-    for entry in _batch_files(described, file_order):
+    files = _batch_files(described, file_order)
+    start, stop = window_range or (0, sum(entry["samples"] for entry in files))
+    parts, first = [], 0
+    for entry in files:
+        last = first + entry["samples"]
+        if last <= start or first >= stop:
+            first = last
+            continue
         shard = path / entry["path"]
         if shard.suffix == ".pt":
             part = _windows_from_pt(shard, wanted, categorical, layouts)
@@ -258,22 +271,29 @@ def _windows_from_folder(path: Path, wanted: list[str], categorical: Collection[
             raise UserError(
                 str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
             )
-        parts.append(part)
+        parts.append(part.sliced(max(start - first, 0), min(stop, last) - first))
+        first = last
     return concat_windows(parts, wanted, described["window_length"])
 
 
 def load_split(
-    path: Path, columns: Sequence[str], categorical: Collection[str], file_order: str = "shuffled"
+    path: Path,
+    columns: Sequence[str],
+    categorical: Collection[str],
+    file_order: str = "shuffled",
+    window_range: tuple[int, int] | None = None,
 ) -> StoredWindows:
     """Load a split (merged file, or shard folder with metadata.json, its files in `file_order`), materializing only
     `columns`.
 
-    The `categorical` ones are materialized as int64 ids.
+    The `categorical` ones are materialized as int64 ids. `window_range` (start, stop) keeps only those
+    windows; from a shard folder only the shards that hold them are read.
     """
     path = Path(path)
     if path.is_dir():
-        return _windows_from_folder(path, list(columns), categorical, file_order)
-    return _windows_from_table(path, list(columns), categorical)
+        return _windows_from_folder(path, list(columns), categorical, file_order, window_range)
+    windows = _windows_from_table(path, list(columns), categorical)
+    return windows.sliced(*window_range) if window_range else windows
 
 
 def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.Table:

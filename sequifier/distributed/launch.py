@@ -1,11 +1,165 @@
-"""Dispatches a resolved run to the processes that train it (in-process for a single worker)."""
+"""Dispatches a resolved run to the processes that train it.
+
+- `distributed: false`: trained in this process.
+- `distributed: true` under torchrun (RANK, WORLD_SIZE and LOCAL_RANK set): this process attaches to the
+  group torchrun set up; the environment's WORLD_SIZE wins over `global_training.world_size`.
+- `distributed: true` otherwise: `world_size` workers spawned on this node (torch.multiprocessing.spawn,
+  127.0.0.1 and a free port), each with its own device and cores / world_size threads.
+A worker that fails makes the whole job fail, naming the rank and its error.
+"""
 
 from __future__ import annotations
 
+import logging
+import os
+import socket
+import sys
+import tempfile
+from dataclasses import replace
+from datetime import timedelta
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec
+from sequifier.distributed.ranks import Ranks
 from sequifier.training.engine import TrainResult, train
+from sequifier.training.stop import StopRequested
+
+logger = logging.getLogger("sequifier")
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+COLLECTIVE_TIMEOUT = timedelta(minutes=5)  # a peer that died ends the others' collectives at once; this bounds the rest
 
 
 def launch(spec: RunSpec) -> TrainResult:
     """Train `spec`; every launcher enters training through here with the same plain spec."""
-    return train(spec)
+    if not spec.config.global_training.distributed:
+        return train(spec)
+    if all(name in os.environ for name in TORCHRUN_VARIABLES):
+        return _attached(spec)
+    return _spawned(spec)
+
+
+def hydra_settings_of_this_rank() -> tuple[str, ...]:
+    """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree."""
+    rank = os.environ.get("RANK", "0")
+    if rank == "0" or not all(name in os.environ for name in TORCHRUN_VARIABLES):
+        return ()
+    elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
+    return ("hydra.output_subdir=null", f"hydra.run.dir={elsewhere}", "hydra/job_logging=stdout")
+
+
+def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
+    training = replace(spec.config.global_training, world_size=world_size)
+    return replace(spec, config=replace(spec.config, global_training=training))
+
+
+def _attached(spec: RunSpec) -> TrainResult:
+    world_size = int(os.environ["WORLD_SIZE"])
+    configured = spec.config.global_training.world_size
+    if world_size != configured:
+        logger.info("torchrun runs %d processes; global_training.world_size %d is ignored", world_size, configured)
+        spec = _with_world_size(spec, world_size)
+    ranks = Ranks(int(os.environ["RANK"]), world_size, int(os.environ["LOCAL_RANK"]))
+    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    return _train_as(spec, ranks, local_world)
+
+
+def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
+    """Join the group as `ranks` (address and port in the environment), train, and leave it."""
+    training = spec.config.global_training
+    cuda = spec.config.device.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(ranks.local_rank)
+        ranks = replace(ranks, collective_device=f"cuda:{ranks.local_rank}")
+    torch.set_num_threads(training.num_threads or max(1, (os.cpu_count() or 1) // local_world))
+    dist.init_process_group(
+        training.backend,
+        rank=ranks.rank,
+        world_size=ranks.world_size,
+        timeout=COLLECTIVE_TIMEOUT,
+        device_id=torch.device(ranks.collective_device) if cuda else None,
+    )
+    try:
+        return train(spec, ranks)
+    finally:
+        dist.destroy_process_group()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def _spawned(spec: RunSpec) -> TrainResult:
+    world_size = spec.config.global_training.world_size
+    os.environ["MASTER_ADDR"] = "127.0.0.1"
+    os.environ["MASTER_PORT"] = str(free_port())
+    outcomes = mp.get_context("spawn").SimpleQueue()
+    logger.info("starting %d training processes on this node", world_size)
+    try:
+        mp.spawn(_worker, args=(spec, world_size, outcomes), nprocs=world_size, join=True)
+    except mp.ProcessExitedException as ended:
+        _raise_reported(_drain(outcomes))
+        raise UserError(
+            "global_training.distributed", f"training process of rank {ended.error_index} {_how(ended)}"
+        ) from None
+    except mp.ProcessRaisedException as raised:
+        _raise_reported(_drain(outcomes))
+        last = [line for line in str(raised).strip().splitlines() if line.strip()][-1]
+        raise RuntimeError(f"training process of rank {raised.error_index} failed: {last}\n{raised}") from None
+    return _first_result(outcomes)
+
+
+def _how(ended: mp.ProcessExitedException) -> str:
+    if ended.signal_name:
+        return f"was killed by {ended.signal_name}; the other processes were stopped"
+    return f"exited with code {ended.exit_code}; the other processes were stopped"
+
+
+def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
+    """One spawned rank. Outcomes the parent turns into its own: the result, a clean error, a requested stop."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)
+    if index != 0:
+        logging.getLogger("sequifier").setLevel(logging.WARNING)
+    try:
+        result = _train_as(spec, Ranks(index, world_size, index), world_size)
+    except UserError as error:
+        outcomes.put(("error", index, error.where, error.problem))
+        sys.exit(error.exit_code)
+    except StopRequested as stopped:
+        outcomes.put(("stopped", index, str(stopped)))
+        sys.exit(0)
+    if index == 0:
+        outcomes.put(("result", result))
+
+
+def _drain(outcomes) -> list[tuple]:
+    found = []
+    while not outcomes.empty():
+        found.append(outcomes.get())
+    return found
+
+
+def _raise_reported(found: list[tuple]) -> None:
+    """A clean error a rank reported, as this process's own."""
+    for outcome in found:
+        if outcome[0] == "error":
+            _, rank, where, problem = outcome
+            raise UserError(where, f"{problem} (rank {rank})")
+
+
+def _first_result(outcomes) -> TrainResult:
+    found = _drain(outcomes)
+    _raise_reported(found)
+    for outcome in found:
+        if outcome[0] == "stopped":
+            raise StopRequested(outcome[2])
+    results = [outcome[1] for outcome in found if outcome[0] == "result"]
+    if not results:
+        raise UserError("global_training.distributed", "rank 0 ended without a result")
+    return results[0]

@@ -1,8 +1,8 @@
-"""What this machine and today's training engine can run of a valid config.
+"""What this machine can run of a valid config.
 
-Config validation (sequifier/config) knows no torch: here the device must exist, optimizer and
-scheduler arguments must be ones the torch classes take, and valid choices the engine does not
-implement yet are refused as "not supported yet", each with its path.
+Config validation (sequifier/config) knows no torch: here the device and the distributed backend
+must exist, and optimizer and scheduler arguments must be ones the torch classes take, each
+problem with its path.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ import torch
 from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
 from sequifier.training.optimization import check_arguments
-
-NOT_YET = "is not supported yet"
 
 
 def check_supported(config: TrainConfig) -> None:
@@ -27,6 +25,12 @@ def check_supported(config: TrainConfig) -> None:
     check_arguments(training, problems)
     if training.num_threads is not None and training.num_threads < 1:
         problems.add("global_training.num_threads", f"must be at least 1, got {training.num_threads}")
-    if training.distributed:
-        problems.add("global_training.distributed", NOT_YET)
+    if training.distributed and training.backend == "nccl":
+        if not config.device.startswith("cuda"):
+            problems.add(
+                "global_training.backend",
+                f"nccl needs CUDA devices, but device is {config.device!r}; use backend: gloo on the CPU",
+            )
+        elif not torch.distributed.is_nccl_available():
+            problems.add("global_training.backend", "this torch build has no nccl; use backend: gloo")
     problems.raise_if_any()

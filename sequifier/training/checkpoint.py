@@ -26,10 +26,15 @@ def checkpoint_dir(project_root: Path, model_name: str) -> Path:
     return project_root / "checkpoints" / model_name
 
 
+def checkpoint_path(directory: Path, name: str | None) -> Path:
+    """The file snapshot `name` is written to first (None: only latest)."""
+    return directory / (name or LATEST)
+
+
 def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -> Path:
     """Write the snapshot `name` (None: only latest) and refresh `latest.pt` from it; returns the file written first."""
     payload = {"format": FORMAT, "version": VERSION, **state}
-    first = directory / (name or LATEST)
+    first = checkpoint_path(directory, name)
     with atomic_path(first) as temporary:
         torch.save(payload, temporary)
     if name is not None:

@@ -13,15 +13,20 @@ from torch import Tensor
 
 from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData
-from sequifier.data.views import gather_batch
+from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.model.network import SequifierNetwork
 from sequifier.training.plan import source_parts
 
 
 def class_share_rows(
-    network: SequifierNetwork, spec: RunSpec, parts: dict[tuple[str, str], PartData], source: str, device: torch.device
+    network: SequifierNetwork,
+    spec: RunSpec,
+    parts: dict[tuple[str, str], PartData],
+    source: str,
+    device: torch.device,
+    ranks: Ranks = SINGLE,
 ) -> list[dict]:
-    """The class-share rows of one evaluation source ([] when its dataset logs none)."""
+    """The class-share rows of one evaluation source ([] when its dataset logs none); counts summed over ranks."""
     dataset = source.partition(".")[0]
     columns = tuple(spec.config.dataset_training[dataset].class_share_log_columns or ())
     if not columns:
@@ -31,6 +36,7 @@ def class_share_rows(
     counts = predicted_class_counts(
         network, selected, classes, spec.config.global_training.inference_batch_size, device
     )
+    counts = {column: ranks.sum(per_class) for column, per_class in counts.items()}
     metadata = selected[0].spec.metadata
     rows = []
     for column, per_class in counts.items():
@@ -68,14 +74,7 @@ def predicted_class_counts(
         decoder = network.interfaces[part.interface].decoder
         for start in range(0, len(split), batch_size):
             chosen = slice(start, start + batch_size)
-            batch = gather_batch(
-                split.windows,
-                split.window_index[chosen],
-                split.end_slot[chosen],
-                part.shape,
-                part.input_columns,
-                (*classes,),
-            )
+            batch = split.gathered(chosen, part.shape, part.input_columns, (*classes,))
             inputs = {k: v.to(device) for k, v in batch.inputs.items()}
             pad = batch.left_pad_lengths.to(device) if batch.left_pad_lengths is not None else None
             outputs = network(part.interface, inputs, pad)

@@ -15,12 +15,14 @@ from torch import nn
 from sequifier.model.layers import TransformerLayer
 
 
-def compiled_forward(network: nn.Module, mode: str) -> Callable:
-    """What the training step calls to run `network`, compiled as `mode` ("outer", "inner" or "none") says."""
-    if mode == "outer":
-        return torch.compile(network)
+def compile_layers(network: nn.Module, mode: str) -> None:
+    """For `inner`: compile every transformer layer in place, before any FSDP sharding wraps them."""
     if mode == "inner":
         for module in network.modules():
             if isinstance(module, TransformerLayer):
                 module.compile()
-    return network
+
+
+def compiled_forward(module: nn.Module, mode: str) -> Callable:
+    """What the training step calls to run `module` (the network, or DDP around it): compiled whole for `outer`."""
+    return torch.compile(module) if mode == "outer" else module

@@ -42,7 +42,8 @@ def check_loss(
 def check_weights(network: torch.nn.Module, where: str) -> None:
     """Raise TrainingDiverged before a checkpoint or export when any weight is not finite."""
     for name, parameter in network.named_parameters():
-        if not bool(torch.isfinite(parameter).all()):
+        local = parameter.to_local() if hasattr(parameter, "to_local") else parameter  # an FSDP rank checks its shard
+        if not bool(torch.isfinite(local).all()):
             raise TrainingDiverged(
                 "training", f"weight {name} is not finite at {where}; nothing was written (lower the learning rate)"
             )

@@ -22,9 +22,14 @@ from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData, load_parts, shuffled_batches, view_shape
 from sequifier.data.prefetch import prefetched
 from sequifier.data.views import Batch
+from sequifier.distributed.agreement import agreed_snapshot, agreed_stop, rank_means
+from sequifier.distributed.parallel import is_sharded, rank_device, reshard, training_module
+from sequifier.distributed.ranks import SINGLE, Ranks
+from sequifier.distributed.state import load_model_state, model_state, optimizer_loader, optimizer_state
+from sequifier.distributed.totals import summed_totals
 from sequifier.export.artifacts import export_models
 from sequifier.model.network import SequifierNetwork, build_network
-from sequifier.training.checkpoint import checkpoint_dir, read_checkpoint, write_checkpoint
+from sequifier.training.checkpoint import checkpoint_dir, checkpoint_path, read_checkpoint, write_checkpoint
 from sequifier.training.class_shares import class_share_rows
 from sequifier.training.curves import draw_run_curves
 from sequifier.training.divergence import check_loss, check_weights
@@ -40,7 +45,7 @@ from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import RunRecords
 from sequifier.training.resume import check_fingerprint, checkpoint_to_resume, fingerprint
 from sequifier.training.rng import capture_rng, restore_rng
-from sequifier.training.runtime import TrainingRuntime
+from sequifier.training.runtime import TrainingRuntime, export_network
 from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
 from sequifier.training.stop import GracefulStop, StopRequested
 from sequifier.training.threads import torch_threads
@@ -63,16 +68,22 @@ class TrainResult:
 class Trainer:
     """Owns the network, data, optimization lifecycle, progress and records of one run."""
 
-    def __init__(self, spec: RunSpec, clock: Callable[[], float] = time.monotonic):
+    def __init__(self, spec: RunSpec, clock: Callable[[], float] = time.monotonic, ranks: Ranks = SINGLE):
         self.spec = spec
+        self.ranks = ranks
         config = spec.config
         self.training = config.global_training
-        self.device = torch.device(config.device)
+        self.device = rank_device(config.device, ranks)
         torch.manual_seed(config.seed)
         self.network: SequifierNetwork = build_network(spec.network).to(self.device)
         self.runtime = TrainingRuntime(self.network, self.training, self.device)
-        self.parts = load_parts(spec)
-        fit_priors(self.network, self.parts)
+        self.parts = load_parts(spec, ranks)
+        fit_priors(self.network, self.parts, ranks)
+        model = training_module(self.network, self.training, ranks, self.device)
+        self.sharded = is_sharded(self.training, ranks)
+        if ranks.joined:
+            self.runtime.run_through(model)
+            torch.manual_seed(stream_seed(config.seed, "dropout", ranks.rank))
         self.losses = {name: self._target_losses(name) for name in config.dataset_training}
         self.schedules = [
             [self._schedule(p, e) for e in range(1, phase.epochs + 1)]
@@ -106,6 +117,8 @@ class Trainer:
 
     def _batches(self, part: PartData, phase: int, epoch: int) -> list[torch.Tensor]:
         seed = stream_seed(self.spec.config.seed, "shuffle", phase, epoch, part.spec.dataset, part.spec.part)
+        if self.ranks.joined:
+            seed = stream_seed(seed, "rank", self.ranks.rank)
         return shuffled_batches(part.train, self.training.batch_size, seed)
 
     def _gathered(self, schedule: list[PlannedBatch]) -> Iterator[Batch]:
@@ -136,7 +149,8 @@ class Trainer:
     def run(self) -> TrainResult:
         resume_from = checkpoint_to_resume(self.spec)
         saved = self._restore(resume_from) if resume_from else None
-        self.records = RunRecords(self.spec, self.run_id, saved["metric_bytes"] if saved else None)
+        kept = saved["metric_bytes"] if saved else None
+        self.records = RunRecords(self.spec, self.run_id, kept, enabled=self.ranks.is_main)
         try:
             if resume_from:
                 p = self.progress
@@ -153,9 +167,10 @@ class Trainer:
         """Load everything the rest of the run depends on from the checkpoint at `path`."""
         state = read_checkpoint(path)
         check_fingerprint(state["fingerprint"], self.fingerprint, path)
-        self.network.load_state_dict(state["model_state_dict"])
-        self.optimization.load_state_dict(state["optimization"])
-        self.progress = RunProgress.from_plain(state["progress"])
+        load_model_state(self.network, state["model_state_dict"], self.sharded)
+        self.optimization.load_state_dict(state["optimization"], optimizer_loader(self.network, self.sharded))
+        own = state["ranks"][self.ranks.rank]
+        self.progress = RunProgress.from_plain(own["progress"])
         self.monitor.best_value, self.monitor.best_epoch = (
             state["monitor"]["best_value"],
             state["monitor"]["best_epoch"],
@@ -165,7 +180,7 @@ class Trainer:
         self.last_evaluation = {k: Evaluation(**v) for k, v in evaluations.items()} if evaluations is not None else None
         self.last_finite_loss = state["last_finite_loss"]
         self.run_id = state["run_id"]
-        restore_rng(state["rng"])
+        restore_rng(own["rng"])
         return state
 
     def _run(self) -> TrainResult:
@@ -173,7 +188,8 @@ class Trainer:
         p = self.progress
         n_params = sum(parameter.numel() for parameter in self.network.parameters())
         views = ", ".join(f"{d}.{part}: {len(data.train)}" for (d, part), data in self.parts.items())
-        logger.info("training %s: %d parameters; training views %s", self.spec.model_name, n_params, views)
+        per_rank = f" per process, {self.ranks.world_size} processes" if self.ranks.joined else ""
+        logger.info("training %s: %d parameters; training views %s%s", self.spec.model_name, n_params, views, per_rank)
         self.throughput = Throughput()
         while p.phase_index < len(phases):
             if p.completed_epochs and self.monitor.should_stop(p.completed_epochs):
@@ -190,7 +206,7 @@ class Trainer:
             epoch = p.global_epoch
             self.last_evaluation = self._validate(phase.name, epoch)
             if self.monitor.update(epoch, self.last_evaluation, training_loss):
-                self.best_state = copy.deepcopy(self.network.state_dict())
+                self.best_state = copy.deepcopy(model_state(self.network, self.sharded))
             draw_run_curves(self.records.folders())
             p.finish_epoch(phase.epochs)
             if self.snapshots.after_epoch(epoch):
@@ -225,11 +241,12 @@ class Trainer:
         self._flush()
         self.optimization.end_epoch()
         logger.info("epoch %d: %.0f samples/s", p.global_epoch, display.close(self.throughput))
-        return self.records.training_epoch(self._common(phase.name), self.losses, p.epoch_totals)
+        totals = {key: summed_totals(part_totals, self.ranks) for key, part_totals in p.epoch_totals.items()}
+        return self.records.training_epoch(self._common(phase.name), self.losses, totals)
 
     def _after_batch(self, phase: str) -> None:
         """Snapshots that are due (each after flushing the open window), and a requested stop."""
-        kind = self.snapshots.after_batch(self.progress.global_batch)
+        kind = agreed_snapshot(self.snapshots.after_batch(self.progress.global_batch), self.ranks)
         if kind is not None:
             self._flush()
             if kind == PERSISTENT and self.training.save_interval_val_loss and self.spec.config.evaluation:
@@ -240,7 +257,7 @@ class Trainer:
 
     def _stop_if_requested(self) -> None:
         """After a requested stop, at the first optimizer-step boundary: write latest and stop."""
-        if self.stop.requested:
+        if agreed_stop(self.stop, self.ranks):
             path = self._checkpoint(None)
             p = self.progress
             logger.info(
@@ -279,8 +296,7 @@ class Trainer:
         with self.runtime.autocast():
             outputs = self.runtime.forward(part.interface, inputs, pad)
             sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
-        means = {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
-        return losses.aggregate(means), sums, inputs
+        return losses.aggregate(rank_means(sums, self.ranks)), sums, inputs
 
     def _flush(self) -> None:
         """Close the accumulation window.
@@ -317,21 +333,27 @@ class Trainer:
                 if d != dataset or (only_part and part != only_part) or data.validation is None:
                     continue
                 interface = self.spec.config.model.interfaces[data.interface]
-                part_totals = evaluate_split(
-                    self.network,
-                    data.interface,
-                    data.validation,
-                    view_shape(self.spec, data.interface),
-                    interface.input_columns,
-                    losses,
-                    self.training.inference_batch_size,
-                    self.device,
+                part_totals = summed_totals(
+                    evaluate_split(
+                        self.network,
+                        data.interface,
+                        data.validation,
+                        view_shape(self.spec, data.interface),
+                        interface.input_columns,
+                        losses,
+                        self.training.inference_batch_size,
+                        self.device,
+                        self.runtime.autocast(),
+                    ),
+                    self.ranks,
                 )
                 combined.add(part_totals)
                 self.records.validation(common, dataset, part, summarize(part_totals, losses), aggregate_only=False)
             result = summarize(combined, losses)
             results[source.source] = result
-            rows = class_share_rows(self.network, self.spec, self.parts, source.source, self.device)
+            rows = class_share_rows(self.network, self.spec, self.parts, source.source, self.device, self.ranks)
+            if self.sharded:
+                reshard(self.network)  # the validation forwards leave whole weights gathered
             self.records.class_shares(common, dataset, only_part, rows)
             self.records.validation(common, dataset, only_part, result, aggregate_only=True)
             per_target = ", ".join(
@@ -346,18 +368,24 @@ class Trainer:
     def _checkpoint(self, name: str | None) -> Path:
         """Write snapshot `name` (None: only latest) with everything the rest of the run depends on."""
         check_weights(self.network, f"checkpoint {name or 'latest'}")
+        own = {"rng": capture_rng(), "progress": self.progress.to_plain()}  # epoch sums and random streams differ
+        per_rank = self.ranks.gather(own)
+        weights, optimization = self._whole_state()
+        path = checkpoint_path(self.checkpoints, name)
+        if not self.ranks.is_main:
+            return path
         evaluations = self.last_evaluation
         state = {
             "fingerprint": self.fingerprint,
             "run_id": self.run_id,
             "progress": self.progress.to_plain(),
-            "model_state_dict": self.network.state_dict(),
+            "model_state_dict": weights,
             "best_model_state_dict": self.best_state,
-            "optimization": self.optimization.state_dict(),
+            "optimization": optimization,
             "monitor": {"best_value": self.monitor.best_value, "best_epoch": self.monitor.best_epoch},
             "last_evaluation": {k: dataclasses.asdict(v) for k, v in evaluations.items()} if evaluations else None,
             "last_finite_loss": self.last_finite_loss,
-            "rng": capture_rng(),
+            "ranks": per_rank,
             "metric_bytes": self.records.sizes(),
         }
         path = write_checkpoint(self.checkpoints, name, state)
@@ -367,17 +395,8 @@ class Trainer:
     def _finish(self) -> TrainResult:
         last_epoch = self.progress.completed_epochs
         check_weights(self.network, f"the end of epoch {last_epoch}")
-        exported = []
-        best_network = None
-        if self.best_state is not None:
-            best_network = build_network(self.spec.network)
-            best_network.load_state_dict(self.best_state)
-            best_network.to(self.device)
-        exported += export_models(self.network, self.spec, "last", last_epoch)
-        if best_network is not None:
-            exported += export_models(best_network, self.spec, "best", self.monitor.best_epoch)
-        for path in exported:
-            logger.info("exported %s", path)
+        last_state = model_state(self.network, self.sharded)
+        exported = self._export(last_epoch, last_state) if self.ranks.is_main else []
         evaluation = self.last_evaluation
         monitored = evaluation.get(self.monitor.source) if evaluation and self.monitor.source else None
         return TrainResult(
@@ -389,7 +408,25 @@ class Trainer:
             exported=[str(p) for p in exported],
         )
 
+    def _whole_state(self) -> tuple[dict, dict]:
+        """The network's and the optimization's state dicts, whole (gathered on rank 0 under FSDP)."""
+        optimization = self.optimization.state_dict()
+        if self.sharded and optimization["phase"] is not None:
+            optimization["optimizer"] = optimizer_state(self.network, self.optimization.optimizer, self.sharded)
+        return model_state(self.network, self.sharded), optimization
 
-def train(spec: RunSpec) -> TrainResult:
-    """Train one run spec end to end in this process."""
-    return Trainer(spec).run()
+    def _export(self, last_epoch: int, last_state: dict[str, torch.Tensor]) -> list[Path]:
+        """The last model and, when there is one, the best, each from an eager float32 copy; rank 0 only."""
+        last = export_network(self.spec.network, last_state, self.device)
+        exported = export_models(last, self.spec, "last", last_epoch)
+        if self.best_state is not None:
+            best = export_network(self.spec.network, self.best_state, self.device)
+            exported += export_models(best, self.spec, "best", self.monitor.best_epoch)
+        for path in exported:
+            logger.info("exported %s", path)
+        return exported
+
+
+def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
+    """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
+    return Trainer(spec, ranks=ranks).run()

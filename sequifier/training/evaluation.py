@@ -12,7 +12,7 @@ from typing import ContextManager
 import torch
 
 from sequifier.data.datasets import SplitData
-from sequifier.data.views import ViewShape, gather_batch
+from sequifier.data.views import ViewShape
 from sequifier.model.network import SequifierNetwork
 from sequifier.training.losses import ELEMENTWISE, TargetLosses, persistence_loss_categorical
 
@@ -64,7 +64,7 @@ def evaluate_split(
     names = tuple(t.name for t in losses.targets)
     for start in range(0, len(split), batch_size):
         part = slice(start, start + batch_size)
-        batch = gather_batch(split.windows, split.window_index[part], split.end_slot[part], shape, input_columns, names)
+        batch = split.gathered(part, shape, input_columns, names)
         inputs = {k: v.to(device) for k, v in batch.inputs.items()}
         pad = batch.left_pad_lengths.to(device) if batch.left_pad_lengths is not None else None
         with autocast or contextlib.nullcontext():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 import torch
 
@@ -117,12 +117,18 @@ class OptimizationLifecycle:
             "scaler": self.scaler.state_dict(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        """Rebuild the optimizer, scheduler and scaler of the saved phase and restore their state exactly."""
+    def load_state_dict(self, state: dict[str, Any], load_optimizer: Callable | None = None) -> None:
+        """Rebuild the optimizer, scheduler and scaler of the saved phase and restore their state exactly.
+
+        `load_optimizer(optimizer, saved)` replaces `optimizer.load_state_dict` (FSDP loads whole states into shards).
+        """
         if state["phase"] is None:
             return
         self._build(state["phase"])
-        self.optimizer.load_state_dict(state["optimizer"])
+        if load_optimizer is None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        else:
+            load_optimizer(self.optimizer, state["optimizer"])
         self.restored_without_step = True
         if self.scheduler is not None:
             self.scheduler.load_state_dict(state["scheduler"])

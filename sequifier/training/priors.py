@@ -13,11 +13,15 @@ from torch import Tensor
 
 from sequifier.data.datasets import PartData
 from sequifier.data.views import WindowTensors
+from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.model.network import SequifierNetwork
 
 
-def fit_priors(network: SequifierNetwork, parts: dict[tuple[str, str], PartData]) -> None:
-    """Set every decoder's priors from the in-split items of the training windows of the parts it trains on."""
+def fit_priors(network: SequifierNetwork, parts: dict[tuple[str, str], PartData], ranks: Ranks = SINGLE) -> None:
+    """Set every decoder's priors from the in-split items of the training windows of the parts it trains on.
+
+    In a distributed run the counts of every rank's windows are summed, so all ranks fit the same priors.
+    """
     for interface_name, interface in network.interfaces.items():
         windows = [part.train.windows for part in parts.values() if part.interface == interface_name]
         if not windows:
@@ -27,9 +31,11 @@ def fit_priors(network: SequifierNetwork, parts: dict[tuple[str, str], PartData]
             values = torch.cat([in_split_values(w, target) for w in windows])
             prior = decoder.prior(target)
             if target in decoder.real_targets:
-                prior.fill_(float(values.mean()) if values.numel() else 0.0)
+                total, count = ranks.sum(torch.tensor([float(values.double().sum()), float(values.numel())]))
+                prior.fill_(float(total / count) if count else 0.0)
             else:
-                prior.copy_(log_frequencies(values, decoder.class_ids(target)))
+                counts = ranks.sum(class_counts(values, decoder.class_ids(target)))
+                prior.copy_(log_frequencies(counts))
 
 
 def in_split_values(windows: WindowTensors, column: str) -> Tensor:
@@ -39,11 +45,15 @@ def in_split_values(windows: WindowTensors, column: str) -> Tensor:
     return windows.columns[column][inside]
 
 
-def log_frequencies(ids: Tensor, class_ids: Tensor) -> Tensor:
-    """log((count + 1) / (total + classes)) per predictable class, in output order; other ids are ignored."""
+def class_counts(ids: Tensor, class_ids: Tensor) -> Tensor:
+    """How often each predictable class occurs in `ids`, in output order (float64); other ids are ignored."""
     largest = max(int(class_ids.max()), int(ids.max()) if ids.numel() else 0)
     lookup = torch.full((largest + 1,), -1, dtype=torch.int64)
     lookup[class_ids] = torch.arange(len(class_ids))
     index = lookup[ids]
-    counts = torch.bincount(index[index >= 0], minlength=len(class_ids)).to(torch.float64)
-    return torch.log((counts + 1) / (counts.sum() + len(class_ids))).to(torch.float32)
+    return torch.bincount(index[index >= 0], minlength=len(class_ids)).to(torch.float64)
+
+
+def log_frequencies(counts: Tensor) -> Tensor:
+    """log((count + 1) / (total + classes)) per class."""
+    return torch.log((counts + 1) / (counts.sum() + len(counts))).to(torch.float32)

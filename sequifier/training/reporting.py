@@ -20,11 +20,12 @@ CLASS_SHARES = "validation-class-shares.csv"
 class RunRecords:
     """Opens the log and metric files of a run (cut back to a checkpoint's lengths on resume) and writes their rows."""
 
-    def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None):
-        self.handler = attach_log_file(spec.logs_dir, spec.model_name)
+    def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None, enabled: bool = True):
+        """`enabled` false (ranks other than 0): losses are still computed, nothing is written."""
+        self.handler = attach_log_file(spec.logs_dir, spec.model_name) if enabled else None
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
         self.class_share_files: dict[str, MetricsFile] = {}
-        for dataset in spec.config.dataset_training:
+        for dataset in spec.config.dataset_training if enabled else ():
             folder = spec.dataset_view(dataset).logs_dir
             if spec.config.dataset_training[dataset].class_share_log_columns:
                 path = folder / CLASS_SHARES
@@ -61,20 +62,23 @@ class RunRecords:
                 if d != dataset or not part_totals.count:
                     continue
                 combined.add(part_totals)
-                for target, value in _means(part_totals).items():
+                for target, value in _means(part_totals).items() if self.handler else ():
                     self.files[dataset][0].write(
                         **common, dataset=dataset, part=part, target=target, metric="loss", value=value
                     )
             if combined.count:
                 aggregate = float(target_losses.aggregate(_means(combined)))
                 aggregates.append(aggregate)
-                self.files[dataset][0].write(
-                    **common, dataset=dataset, part="", target="aggregate", metric="loss", value=aggregate
-                )
+                if self.handler:
+                    self.files[dataset][0].write(
+                        **common, dataset=dataset, part="", target="aggregate", metric="loss", value=aggregate
+                    )
                 logger.info("epoch %d (%s) %s training loss %.4f", common["epoch"], common["phase"], dataset, aggregate)
         return sum(aggregates) / len(aggregates) if aggregates else float("nan")
 
     def validation(self, common: dict, dataset: str, part: str, result: Evaluation, aggregate_only: bool) -> None:
+        if not self.handler:
+            return
         rows = (
             [("aggregate", result.loss, result.baseline_loss)]
             if aggregate_only
@@ -88,6 +92,8 @@ class RunRecords:
 
     def class_shares(self, common: dict, dataset: str, part: str, rows: list[dict]) -> None:
         """Rows of class_shares.class_share_rows for one evaluation source."""
+        if not self.handler:
+            return
         for row in rows:
             self.class_share_files[dataset].write(**common, dataset=dataset, part=part, **row)
 
@@ -97,8 +103,9 @@ class RunRecords:
                 metrics_file.close()
         for metrics_file in self.class_share_files.values():
             metrics_file.close()
-        logger.removeHandler(self.handler)
-        self.handler.close()
+        if self.handler:
+            logger.removeHandler(self.handler)
+            self.handler.close()
 
 
 def _means(totals: Totals) -> dict[str, float]:

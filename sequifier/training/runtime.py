@@ -12,7 +12,7 @@ from torch import Tensor
 from sequifier.config.network import NetworkSpec
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.model.network import SequifierNetwork, build_network
-from sequifier.training.compile import compiled_forward
+from sequifier.training.compile import compile_layers, compiled_forward
 from sequifier.training.precision import apply_layer_dtypes, autocast_context, warn_ineffective
 
 logger = logging.getLogger("sequifier")
@@ -22,6 +22,7 @@ class TrainingRuntime:
     """Applies `layer_type_dtypes` to `network` and compiles its training forward pass as configured.
 
     The network stays the eager module whose state dict is saved; `forward` may be a compiled wrapper.
+    Dtypes and per-layer compilation happen before a distributed wrapper is put around the network.
     """
 
     def __init__(self, network: SequifierNetwork, training: GlobalTrainingConfig, device: torch.device):
@@ -30,9 +31,14 @@ class TrainingRuntime:
         warn_ineffective(training)
         if training.layer_type_dtypes is not None:
             apply_layer_dtypes(network, training.layer_type_dtypes)
+        compile_layers(network, training.torch_compile)
         self._forward = compiled_forward(network, training.torch_compile)
         self._first_step_started: float | None = None
         self._first_step_logged = training.torch_compile == "none"
+
+    def run_through(self, module: torch.nn.Module) -> None:
+        """Train through `module` (DDP around the network in a distributed run), compiled as the network was."""
+        self._forward = compiled_forward(module, self.training.torch_compile)
 
     def autocast(self) -> ContextManager:
         return autocast_context(self.training, self.device)

@@ -9,7 +9,7 @@ import torch
 
 from sequifier.data.stored import StoredWindows
 from sequifier.data.views import to_tensors
-from sequifier.training.priors import in_split_values, log_frequencies
+from sequifier.training.priors import class_counts, in_split_values, log_frequencies
 
 
 def test_only_in_split_items_count_and_every_predictable_class_keeps_some_probability():
@@ -28,7 +28,7 @@ def test_only_in_split_items_count_and_every_predictable_class_keeps_some_probab
     seen = in_split_values(windows, "event")
     assert sorted(seen.tolist()) == [3, 3, 4, 4, 4, 5, 5]
     class_ids = torch.tensor([1, 3, 4, 5, 6])  # [other] and the data values
-    prior = log_frequencies(seen, class_ids)
+    prior = log_frequencies(class_counts(seen, class_ids))
     counts = [0, 2, 3, 2, 0]
     expected = [math.log((c + 1) / (7 + 5)) for c in counts]
     torch.testing.assert_close(prior, torch.tensor(expected))

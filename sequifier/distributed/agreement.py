@@ -1,0 +1,47 @@
+"""What all ranks of a distributed run must decide alike: the loss normalization, when to snapshot, when to stop.
+
+Each is one small all-reduce; in a single-process run each is the local value.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from sequifier.distributed.ranks import Ranks
+from sequifier.training.snapshots import LATEST_ONLY, PERSISTENT
+from sequifier.training.stop import GracefulStop
+
+SNAPSHOT_CODES = (None, LATEST_ONLY, PERSISTENT)
+
+
+def rank_means(sums: dict[str, tuple[torch.Tensor, torch.Tensor]], ranks: Ranks) -> dict[str, torch.Tensor]:
+    """Per target, this rank's loss sum over the counted targets of all ranks.
+
+    Scaled by the world size, because DDP averages the ranks' gradients: the averaged gradient is then
+    the gradient of the mean over the union of the ranks' samples, as one process would compute it.
+    """
+    if not ranks.joined:
+        return {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
+    counts = ranks.sum(torch.stack([count.detach().to(torch.float64) for _, count in sums.values()]))
+    return {
+        name: total / counts[index].clamp(min=1).to(total.dtype) * ranks.world_size
+        for index, (name, (total, _)) in enumerate(sums.items())
+    }
+
+
+def agreed_snapshot(kind: str | None, ranks: Ranks) -> str | None:
+    """Rank 0's decision: timed snapshots follow its clock, batch snapshots are the same everywhere."""
+    if not ranks.joined:
+        return kind
+    code = torch.tensor([SNAPSHOT_CODES.index(kind) if ranks.is_main else 0])
+    return SNAPSHOT_CODES[int(ranks.max(code)[0])]
+
+
+def agreed_stop(stop: GracefulStop, ranks: Ranks) -> bool:
+    """True on every rank once any rank was asked to stop."""
+    if not ranks.joined:
+        return stop.requested is not None
+    if bool(ranks.max(torch.tensor([int(stop.requested is not None)]))[0]):
+        stop.requested = stop.requested or "a signal to another process"
+        return True
+    return False

@@ -1,0 +1,241 @@
+"""Distributed training on real torch.distributed (gloo, CPU): spawned ranks and torchrun compute what one process
+computes on the union of their samples, every real sample counts once, and rank 0 alone writes."""
+
+from __future__ import annotations
+
+import csv
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
+
+from sequifier.config.compose import canonical_config, compose_config
+from sequifier.config.resolve import resolve
+from sequifier.data.stored import load_split
+from sequifier.infer.onnx_model import OnnxModel
+from sequifier.infer.runner import model_inputs
+from sequifier.model.network import build_network
+
+FULL_BATCH = 1024  # more views than the split holds: every epoch is one step over all of them
+
+
+def pt_config(**training) -> dict:
+    config = tiny_train_config(model_name="dist")
+    config["global_training"].update({"read_format": "pt", **training})
+    config["model"]["backbone"]["architecture"]["dropout"] = 0.0
+    config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events_pt.json"
+    config["training_plan"] = {"epochs": 3}
+    return config
+
+
+def distributed(world_size: int, **training) -> dict:
+    return pt_config(distributed=True, world_size=world_size, backend="gloo", **training)
+
+
+def project(base: Path, name: str, config: dict) -> Path:
+    folder = base / name
+    shutil.copytree(REFERENCE_DIR, folder)
+    write_yaml(folder / "configs" / "train.yaml", config)
+    return folder
+
+
+def trained(folder: Path, *overrides: str) -> Path:
+    result = run_sequifier(["train", *overrides], folder)
+    assert result.returncode == 0, result.stderr[-3000:]
+    return folder
+
+
+def latest(folder: Path) -> dict:
+    return torch.load(folder / "checkpoints" / "dist" / "latest.pt", weights_only=True)
+
+
+def metric_rows(folder: Path, name: str) -> list[dict]:
+    with open(folder / "logs" / "dist" / name) as file:
+        return list(csv.DictReader(file))
+
+
+def assert_same_training(ranked: Path, single: Path) -> None:
+    """Same weights (max abs diff <= 1e-5), steps and logged losses as the single process."""
+    a, b = latest(ranked), latest(single)
+    for name, value in b["model_state_dict"].items():
+        torch.testing.assert_close(a["model_state_dict"][name], value, atol=1e-5, rtol=0)
+    assert a["progress"]["global_step"] == b["progress"]["global_step"] == 3
+    for name in ("training-metrics.csv", "validation-metrics.csv"):
+        ours, theirs = metric_rows(ranked, name), metric_rows(single, name)
+        assert [(r["epoch"], r["target"], r["metric"]) for r in ours] == [
+            (r["epoch"], r["target"], r["metric"]) for r in theirs
+        ]
+        for mine, reference in zip(ours, theirs):
+            assert float(mine["value"]) == pytest.approx(float(reference["value"]), abs=1e-5)
+
+
+def assert_onnx_matches_the_checkpoint(folder: Path) -> None:
+    """The exported last model computes what the last checkpoint's weights compute in torch (max abs diff <= 1e-4)."""
+    spec = resolve(canonical_config(compose_config(folder / "configs" / "train.yaml", [])), run_dir=folder, cwd=folder)
+    network = build_network(spec.network).eval()
+    network.load_state_dict(latest(folder)["model_state_dict"])
+    model = OnnxModel(next((folder / "models").glob("dist-last-*.onnx")))
+    categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
+    stored = load_split(folder / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical)
+    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
+    exported = model(inputs, padding)
+    with torch.no_grad():
+        computed = network(
+            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
+        )
+    for target in spec.interface.target_columns:
+        assert np.abs(exported[target] - computed[target][:, -1:].numpy()).max() <= 1e-4, target
+
+
+@pytest.fixture(scope="module")
+def single_process(tmp_path_factory) -> Path:
+    return trained(project(tmp_path_factory.mktemp("single"), "p", pt_config(batch_size=FULL_BATCH)))
+
+
+PARALLELISMS = {
+    "ddp": {"data_parallelism": "ddp"},
+    "fsdp": {"data_parallelism": "fsdp"},
+    "fsdp-cpu-offload": {"data_parallelism": "fsdp", "fsdp_cpu_offload": True},
+}
+
+
+@pytest.mark.parametrize("parallelism", list(PARALLELISMS))
+def test_two_ranks_compute_what_one_process_computes_with_twice_the_batch(
+    parallelism: str, tmp_path: Path, single_process: Path
+):
+    config = distributed(2, batch_size=FULL_BATCH // 2, **PARALLELISMS[parallelism])
+    ranked = trained(project(tmp_path, "p", config))
+    assert_same_training(ranked, single_process)
+    assert_onnx_matches_the_checkpoint(ranked)
+    assert sorted(p.name for p in (ranked / "models").iterdir()) == ["dist-best-3.onnx", "dist-last-3.onnx"]
+    assert not [p for p in ranked.rglob("*") if "rank" in p.name.lower()]
+
+
+def test_uneven_shares_pad_with_repeats_that_never_count(tmp_path: Path, single_process: Path):
+    ranked = trained(project(tmp_path, "p", distributed(3, batch_size=FULL_BATCH // 3)))
+    assert_same_training(ranked, single_process)
+
+
+def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path):
+    folder = project(tmp_path, "p", pt_config(batch_size=16))
+    trained(folder, "global_training/distributed=ddp_gloo_cpu", "global_training.accumulation_steps=2")
+    log = (folder / "logs" / "dist" / "dist.log").read_text()
+    assert "155 per process, 2 processes" in log
+    infer = {"model_path": "models/dist-last-3.onnx", "data_path": "data/events-split2.parquet"}
+    write_yaml(folder / "infer.yaml", infer | {"model_type": "generative"})
+    result = run_sequifier(["infer", "--config-path", "infer.yaml"], folder)
+    assert result.returncode == 0, result.stderr
+    assert (folder / "outputs" / "predictions" / "dist-last-3" / "part-000.csv").is_file()
+
+
+def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_process: Path):
+    folder = project(tmp_path, "p", distributed(4, batch_size=FULL_BATCH // 2))
+    torchrun = Path(sys.executable).with_name("torchrun")
+    result = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "torchrun runs 2 processes; global_training.world_size 4 is ignored" in result.stdout + result.stderr
+    assert_same_training(folder, single_process)
+    assert_onnx_matches_the_checkpoint(folder)
+    assert len(list((folder / "outputs").rglob("train.log"))) == 1  # rank 1 keeps Hydra's files elsewhere
+
+
+def test_a_merged_file_and_nccl_on_the_cpu_are_refused(tmp_path: Path):
+    config = distributed(2)
+    config["global_training"]["read_format"] = "parquet"
+    config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events.json"
+    folder = project(tmp_path, "p", config)
+    result = run_sequifier(["train"], folder)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "single merged file" in result.stderr and "merge_output: false" in result.stderr
+    result = run_sequifier(["train", "global_training.backend=nccl"], project(tmp_path, "q", distributed(2)))
+    assert result.returncode == 2 and "global_training.backend" in result.stderr and "gloo" in result.stderr
+
+
+def started(folder: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-m", "sequifier", "train"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+
+
+def wait_for(path: Path, job: subprocess.Popen, seconds: float = 120) -> None:
+    deadline = time.monotonic() + seconds
+    while not path.exists():
+        assert job.poll() is None, job.communicate()[1][-3000:]
+        assert time.monotonic() < deadline, f"{path} did not appear"
+        time.sleep(0.05)
+
+
+def rank_processes(parent: int) -> list[int]:
+    """The spawned training processes of `parent` (its children that run multiprocessing's spawn_main)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            status = (entry / "status").read_text()
+            command = (entry / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        parent_line = next(line for line in status.splitlines() if line.startswith("PPid:"))
+        if int(parent_line.split()[1]) == parent and "spawn_main" in command:
+            found.append(int(entry.name))
+    return sorted(found)
+
+
+def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
+    folder = project(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
+    job = started(folder)
+    wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
+    victims = rank_processes(job.pid)
+    assert len(victims) == 2
+    os.kill(victims[-1], signal.SIGKILL)
+    killed_at = time.monotonic()
+    _, stderr = job.communicate(timeout=90)
+    assert time.monotonic() - killed_at < 60
+    assert job.returncode != 0
+    assert "rank" in stderr and "SIGKILL" in stderr and "Traceback" not in stderr.splitlines()[-1]
+
+
+@pytest.mark.parametrize("parallelism", ["ddp", "fsdp"])
+def test_a_killed_job_resumes_exactly(parallelism: str, tmp_path: Path):
+    training = {"batch_size": 16, "save_interval_batches": 3, **PARALLELISMS[parallelism]}
+    config = distributed(2, **training) | {"training_plan": {"epochs": 4}}
+    reference = trained(project(tmp_path, "reference", config))
+    folder = project(tmp_path, "p", config)
+    job = started(folder)
+    wait_for(folder / "checkpoints" / "dist" / "batch-12.pt", job)
+    os.killpg(job.pid, signal.SIGKILL)
+    job.communicate()
+    assert not (folder / "models").exists()
+    trained(folder, "global_training.resume.policy=if_exists")
+    resumed, uninterrupted = latest(folder), latest(reference)
+    for name, value in uninterrupted["model_state_dict"].items():
+        assert torch.equal(resumed["model_state_dict"][name], value), name
+    other = run_sequifier(["train", "global_training.resume.policy=if_exists", "global_training.world_size=3"], folder)
+    assert other.returncode == 2 and "global_training.world_size: is 3 but" in other.stderr
+    for name in ("training-metrics.csv", "validation-metrics.csv"):
+        rows = [
+            [{k: v for k, v in row.items() if k != "run_id"} for row in metric_rows(f, name)]
+            for f in (folder, reference)
+        ]
+        assert rows[0] == rows[1]
