@@ -225,7 +225,8 @@ class Trainer:
         batches = self._gathered(schedule)
         p.begin_epoch(list(self.parts), self.optimization.learning_rate)
         self.network.train()
-        display = EpochProgress(f"epoch {p.global_epoch} ({phase.name})", len(schedule), p, self.losses)
+        label = f"epoch {p.global_epoch} ({phase.name})"
+        display = EpochProgress(label, len(schedule), p, self.losses, self.ranks.world_size, self.ranks.is_main)
         for number in range(p.batches_done, len(schedule)):
             planned = schedule[number]
             key = (planned.dataset, planned.part)

@@ -26,16 +26,30 @@ class Throughput:
 class EpochProgress:
     """The progress display of the running epoch: position in planned batches, rate in samples."""
 
-    def __init__(self, label: str, planned_batches: int, progress: RunProgress, losses: dict[str, TargetLosses]):
+    def __init__(
+        self,
+        label: str,
+        planned_batches: int,
+        progress: RunProgress,
+        losses: dict[str, TargetLosses],
+        processes: int = 1,
+        enabled: bool = True,
+    ):
+        """`processes` ranks train in step (samples are counted for all of them); `enabled` only on rank 0."""
         self.run_progress = progress
         self.losses = losses
+        self.processes = processes
         self.samples_at_start = self.shown_samples = progress.epoch_samples
         self.started = time.perf_counter()
-        self.display = Progress(label, planned_batches, unit="samples", initial_position=progress.batches_done)
+        self.display = Progress(
+            label, planned_batches, unit="samples", initial_position=progress.batches_done, enabled=enabled
+        )
 
     def after_batch(self) -> None:
         p = self.run_progress
-        self.display.advance(p.epoch_samples - self.shown_samples, p.batches_done, self._running_loss)
+        self.display.advance(
+            (p.epoch_samples - self.shown_samples) * self.processes, p.batches_done, self._running_loss
+        )
         self.shown_samples = p.epoch_samples
 
     def _running_loss(self) -> str:
@@ -54,7 +68,7 @@ class EpochProgress:
         """Close the display and add this epoch's samples and seconds to `throughput`; returns its samples/s."""
         self.display.close()
         elapsed = max(time.perf_counter() - self.started, 1e-9)
-        samples = self.run_progress.epoch_samples - self.samples_at_start
+        samples = (self.run_progress.epoch_samples - self.samples_at_start) * self.processes
         throughput.samples += samples
         throughput.seconds += elapsed
         return samples / elapsed
