@@ -11,7 +11,8 @@ import pytest
 import yaml
 from conftest import REFERENCE_DIR
 
-from sequifier.data.stored import StoredWindows, load_split
+from sequifier.data.stored import load_split
+from sequifier.data.stored_windows import StoredWindows
 
 SPLITS_REFERENCE_DIR = REFERENCE_DIR.parent / "reference-v3-splits"
 COLUMNS = ["event", "channel", "amount", "delay"]

@@ -120,12 +120,12 @@ def _defaults_for_missing(raw: dict) -> dict:
     }
 
 
-def _is_int(value: Any) -> bool:
+def is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _is_number(value: Any) -> bool:
-    return _is_int(value) or (isinstance(value, float) and math.isfinite(value))
+    return is_int(value) or (isinstance(value, float) and math.isfinite(value))
 
 
 def _is_str(value: Any) -> bool:
@@ -156,10 +156,10 @@ def _is_statistics(value: Any) -> bool:
 
 # Every key of the metadata JSON: the check of its value, and what the check asks for.
 FIELD_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
-    "n_classes": (_mapping_of(_is_int), "a mapping of column to an integer"),
-    "id_maps": (_mapping_of(_mapping_of(_is_int)), "a mapping of column to {raw value: integer id}"),
+    "n_classes": (_mapping_of(is_int), "a mapping of column to an integer"),
+    "id_maps": (_mapping_of(_mapping_of(is_int)), "a mapping of column to {raw value: integer id}"),
     "cardinality_config": (lambda value: isinstance(value, dict), "a mapping"),
-    "special_token_ids": (_mapping_of(_is_int), "a mapping of token to integer id"),
+    "special_token_ids": (_mapping_of(is_int), "a mapping of token to integer id"),
     "split_paths": (_list_of(_is_str), "a list of paths"),
     "column_data_types": (_mapping_of(_is_str), "a mapping of column to a type name"),
     "selected_columns_statistics": (
@@ -168,21 +168,21 @@ FIELD_SHAPES: dict[str, tuple[Callable[[Any], bool], str]] = {
     ),
     "normalize_real_columns": (_is_bool, "true or false"),
     "normalize_on_all_data": (_is_bool, "true or false"),
-    "window_stride": (_is_int, "an integer"),
+    "window_stride": (is_int, "an integer"),
     "prediction_aligned_splits": (lambda value: isinstance(value, list), "a list"),
     "split_ratios": (_optional(_list_of(_is_number)), "a list of numbers or null"),
     "split_method": (_optional(_is_str), "a string or null"),
     "split_column": (_optional(_is_str), "a string or null"),
     "split_values": (_optional(lambda value: isinstance(value, list)), "a list or null"),
     "depth_layouts": (lambda value: isinstance(value, dict), "a mapping"),
-    "tensor_payload_version": (_is_int, "an integer"),
-    "window_length": (_is_int, "an integer"),
-    "window_lengths": (_list_of(_is_int), "a list of integers"),
-    "prediction_alignment_steps": (_is_int, "an integer"),
-    "max_target_offset": (_is_int, "an integer"),
-    "stored_window_layout_version": (_is_int, "an integer"),
-    "prediction_length": (_optional(_is_int), "an integer or null"),
-    "target_offset": (_optional(_is_int), "an integer or null"),
+    "tensor_payload_version": (is_int, "an integer"),
+    "window_length": (is_int, "an integer"),
+    "window_lengths": (_list_of(is_int), "a list of integers"),
+    "prediction_alignment_steps": (is_int, "an integer"),
+    "max_target_offset": (is_int, "an integer"),
+    "stored_window_layout_version": (is_int, "an integer"),
+    "prediction_length": (_optional(is_int), "an integer or null"),
+    "target_offset": (_optional(is_int), "an integer or null"),
 }
 
 
@@ -261,10 +261,10 @@ def read_metadata(path: Path) -> DatasetMetadata:
     path = Path(path)
     if not path.is_file():
         raise UserError(str(path), "metadata file not found (run `sequifier preprocess` first?)")
-    return metadata_from_dict(_read_json(path), where=str(path))
+    return metadata_from_dict(read_json(path), where=str(path))
 
 
-def _read_json(path: Path) -> Any:
+def read_json(path: Path) -> Any:
     """A JSON file's data; UserError naming the file when it is unreadable, not UTF-8, not JSON or nested too deep."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -279,67 +279,3 @@ def _read_json(path: Path) -> Any:
 def write_metadata(path: Path, metadata: DatasetMetadata) -> None:
     check_metadata(str(path), metadata)
     write_text_atomic(Path(path), json.dumps(metadata.to_json_dict()))
-
-
-# Key order of a sharded split folder's metadata.json written by sequifier 3.x.
-FOLDER_KEY_ORDER = (
-    "split_index",
-    "n_classes",
-    "column_data_types",
-    "id_maps",
-    "selected_columns_statistics",
-    "normalize_real_columns",
-    "total_samples",
-    "batch_files",
-    "depth_layouts",
-    "tensor_payload_version",
-    "window_length",
-    "window_lengths",
-    "prediction_alignment_steps",
-    "max_target_offset",
-    "stored_window_layout_version",
-    "prediction_aligned_splits",
-    "prediction_length",
-    "target_offset",
-)
-FOLDER_METADATA = "metadata.json"
-
-
-def folder_metadata_dict(split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> dict:
-    """The metadata.json of one split folder: its shards with sample counts plus the semantic keys."""
-    semantic = metadata.to_json_dict()
-    values = {
-        "split_index": split_index,
-        "total_samples": sum(int(f["samples"]) for f in batch_files),
-        "batch_files": batch_files,
-    }
-    return {key: values[key] if key in values else semantic[key] for key in FOLDER_KEY_ORDER}
-
-
-def write_folder_metadata(folder: Path, split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> None:
-    write_text_atomic(
-        Path(folder) / FOLDER_METADATA, json.dumps(folder_metadata_dict(split_index, metadata, batch_files), indent=4)
-    )
-
-
-def read_folder_metadata(folder: Path) -> dict:
-    """A split folder's metadata.json; batch_files entries must name a path and a sample count."""
-    path = Path(folder) / FOLDER_METADATA
-    if not path.is_file():
-        raise UserError(str(folder), f"a sharded split folder needs its {FOLDER_METADATA} (not found)")
-    raw = _read_json(path)
-    files = raw.get("batch_files") if isinstance(raw, dict) else None
-    if not isinstance(files, list) or not all(_is_batch_file(f) for f in files):
-        raise UserError(str(path), "batch_files must be a list of {path: file name in the folder, samples: count}")
-    window_length = raw.get("window_length")
-    if not _is_int(window_length) or window_length < 1:
-        raise UserError(str(path), "window_length must be a positive integer")
-    return raw
-
-
-def _is_batch_file(entry: Any) -> bool:
-    """A shard of the folder itself (a plain file name) with a sample count."""
-    if not isinstance(entry, dict) or not _is_int(entry.get("samples")) or entry["samples"] < 0:
-        return False
-    name = entry.get("path")
-    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name

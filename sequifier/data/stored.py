@@ -1,14 +1,12 @@
-"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); encode the shard forms.
+"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); write merged Parquet.
 
 A shard folder's files are read in the order its metadata.json lists them, or by path with `file_order: name`.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Collection, Sequence
+from typing import Collection, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -18,66 +16,11 @@ import pyarrow.parquet as pq
 
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import CATEGORICAL_TYPE, read_folder_metadata
-from sequifier.data.safe_load import load_weights_only
+from sequifier.data.folder_metadata import read_folder_metadata
+from sequifier.data.pt_shards import windows_from_pt
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows
 
 INPUT_COLUMN = "inputCol"
-# Parquet identifier column -> StoredWindows attribute (also the PT payload key).
-IDENTIFIER_COLUMNS = {
-    "sequenceId": "sequence_ids",
-    "subsequenceId": "subsequence_ids",
-    "startItemPosition": "start_item_positions",
-    "leftPadLength": "left_pad_lengths",
-    "splitStartItemPosition": "split_start_item_positions",
-    "splitEndItemPosition": "split_end_item_positions",
-}
-PT_FORMAT = "sequifier_tensor_batch"
-PT_VERSION = 5
-PT_DTYPES = {CATEGORICAL_TYPE: np.int64, "Float64": np.float64, "Float32": np.float32}
-
-
-@dataclass(frozen=True)
-class StoredWindows:
-    """Windows of one split; row n of every array is window n, slot 0 the oldest item.
-
-    A deep column (of a depth layout) is [N, W, capacity]; `depth_masks` [N, W, capacity] per
-    layout marks its valid child slots.
-    """
-
-    columns: dict[str, np.ndarray]
-    sequence_ids: np.ndarray
-    subsequence_ids: np.ndarray
-    start_item_positions: np.ndarray
-    left_pad_lengths: np.ndarray
-    split_start_item_positions: np.ndarray
-    split_end_item_positions: np.ndarray
-    depth_masks: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
-
-    def __len__(self) -> int:
-        return int(self.sequence_ids.shape[0])
-
-    def sliced(self, start: int, stop: int) -> StoredWindows:
-        """Windows start ... stop - 1."""
-        part = slice(start, stop)
-        return StoredWindows(
-            columns={name: values[part] for name, values in self.columns.items()},
-            **{attr: getattr(self, attr)[part] for attr in IDENTIFIER_COLUMNS.values()},
-            depth_masks={layout: mask[part] for layout, mask in self.depth_masks.items()},
-        )
-
-
-def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], window_length: int) -> StoredWindows:
-    """The windows of `parts` in order (`columns` and `window_length` shape an empty result)."""
-    if len(parts) == 1:
-        return parts[0]
-    if not parts:
-        empty = np.zeros(0, dtype=np.int64)
-        return StoredWindows({c: np.zeros((0, window_length)) for c in columns}, *([empty] * len(IDENTIFIER_COLUMNS)))
-    identifiers = {attr: np.concatenate([getattr(p, attr) for p in parts]) for attr in IDENTIFIER_COLUMNS.values()}
-    masks = {layout: np.concatenate([p.depth_masks[layout] for p in parts]) for layout in parts[0].depth_masks}
-    return StoredWindows(
-        {c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers, depth_masks=masks
-    )
 
 
 def value_column_names(window_length: int) -> list[str]:
@@ -171,61 +114,6 @@ def _windows_from_table(path: Path, wanted: list[str], categorical: Collection[s
     return StoredWindows(columns=arrays, **identifiers)
 
 
-def _check_pt_payload(payload: Any, wanted: list[str], path: Path, layouts: dict[str, dict]) -> None:
-    """A `sequifier_tensor_batch` dict: [N, W] tensors of the wanted columns and [N] identifier tensors.
-
-    Deep columns of `layouts` are [N, W, capacity], beside a boolean mask of that shape per layout.
-    """
-    import torch
-
-    if not isinstance(payload, dict) or payload.get("format") != PT_FORMAT:
-        raise UserError(str(path), f"not a {PT_FORMAT} file")
-    sequences = payload.get("sequences")
-    if not isinstance(sequences, dict):
-        raise UserError(str(path), "sequences must be a mapping of column to tensor")
-    for column in wanted:
-        if column not in sequences:
-            raise UserError(column, f"column is not stored in {path}")
-    capacity = {c: int(d["context_length"]) for d in layouts.values() for c in d["columns"]}
-    shapes = {c: tuple(sequences[c].shape) for c in wanted if isinstance(sequences[c], torch.Tensor)}
-    if (
-        len(shapes) != len(wanted)
-        or len({s[:2] for s in shapes.values()}) > 1
-        or any(s[2:] != ((capacity[c],) if c in capacity else ()) for c, s in shapes.items())
-    ):
-        raise UserError(
-            str(path),
-            f"sequences of {wanted} must be tensors of one shape [windows, window length] "
-            "([windows, window length, capacity] for deep columns)",
-        )
-    masks = (payload.get("metadata") or {}).get("depth_valid_masks") or {}
-    for layout, definition in layouts.items():
-        mask = masks.get(layout)
-        expected = (*next(iter(shapes.values()))[:2], int(definition["context_length"]))
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != expected:
-            raise UserError(str(path), f"metadata.depth_valid_masks.{layout} must be a boolean tensor {list(expected)}")
-    rows = next(iter(shapes.values()))[0] if shapes else None
-    for attr in IDENTIFIER_COLUMNS.values():
-        tensor = payload.get(attr)
-        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 1 or rows not in (None, tensor.shape[0]):
-            raise UserError(str(path), f"{attr} must be a tensor of one value per window")
-
-
-def _windows_from_pt(
-    path: Path, wanted: list[str], categorical: Collection[str], layouts: dict[str, dict]
-) -> StoredWindows:
-    payload = load_weights_only(path, "PT shard")
-    _check_pt_payload(payload, wanted, path, layouts)
-    sequences = payload["sequences"]
-    arrays = {c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted}
-    masks = payload["metadata"]["depth_valid_masks"] if layouts else {}
-    return StoredWindows(
-        columns=arrays,
-        **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()},
-        depth_masks={layout: masks[layout].numpy() for layout in layouts},
-    )
-
-
 def _batch_files(described: dict, file_order: str) -> list[dict]:
     """A shard folder's `batch_files` entries in reading order."""
     files = described["batch_files"]
@@ -264,7 +152,7 @@ def _windows_from_folder(
             continue
         shard = path / entry["path"]
         if shard.suffix == ".pt":
-            part = _windows_from_pt(shard, wanted, categorical, layouts)
+            part = windows_from_pt(shard, wanted, categorical, layouts)
         else:
             part = _windows_from_table(shard, wanted, categorical)
         if len(part) != entry["samples"]:
@@ -322,20 +210,3 @@ def write_split_parquet(path: Path, windows: StoredWindows, column_order: Sequen
     table = windows_to_table(windows, column_order)
     with atomic_path(path) as temporary:
         pq.write_table(table, temporary)
-
-
-def pt_payload(windows: StoredWindows, column_types: dict[str, str]) -> dict:
-    """The `sequifier_tensor_batch` dict of one PT shard (torch.load(weights_only=True) reads it back)."""
-    import torch
-
-    return {
-        "format": PT_FORMAT,
-        "version": PT_VERSION,
-        "sequences": {c: torch.from_numpy(windows.columns[c].astype(PT_DTYPES[t])) for c, t in column_types.items()},
-        "metadata": {
-            "depth_valid_masks": {layout: torch.from_numpy(mask) for layout, mask in windows.depth_masks.items()},
-            "sample_positions": None,
-            "curriculum_columns": [],
-        },
-        **{attr: torch.from_numpy(getattr(windows, attr).astype(np.int64)) for attr in IDENTIFIER_COLUMNS.values()},
-    }

@@ -15,7 +15,7 @@ import torch
 from torch import Tensor
 
 from sequifier.config.network import depth_mask_input
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 
 
 @dataclass(frozen=True)

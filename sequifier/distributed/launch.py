@@ -26,7 +26,8 @@ import torch.multiprocessing as mp
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec
 from sequifier.distributed.ranks import Ranks
-from sequifier.training.engine import TrainResult, train
+from sequifier.training.engine import train
+from sequifier.training.result import TrainResult
 from sequifier.training.stop import StopRequested
 
 logger = logging.getLogger("sequifier")

@@ -10,13 +10,19 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
+import torch
+
+from sequifier.config.network import NetworkSpec
 from sequifier.config.resolve import RunSpec
 from sequifier.export.bundle import write_bundle
 from sequifier.export.names import onnx_name, pt_name
 from sequifier.export.onnx import export_onnx
-from sequifier.model.network import SequifierNetwork
+from sequifier.model.network import SequifierNetwork, build_network
+
+logger = logging.getLogger("sequifier")
 
 
 def export_models(network: SequifierNetwork, spec: RunSpec, kind: str, epoch: int) -> list[Path]:
@@ -36,3 +42,25 @@ def export_models(network: SequifierNetwork, spec: RunSpec, kind: str, epoch: in
         write_bundle(network, spec, path, kind, epoch)
         written.append(path)
     return written
+
+
+def export_network(spec: NetworkSpec, state: dict[str, torch.Tensor], device: torch.device) -> SequifierNetwork:
+    """What exports take: an eager float32 network (no layer dtypes, no compilation) holding `state`'s weights."""
+    network = build_network(spec)
+    network.load_state_dict(state)
+    return network.to(device)
+
+
+def export_run(
+    spec: RunSpec,
+    device: torch.device,
+    last: tuple[dict[str, torch.Tensor], int],
+    best: tuple[dict[str, torch.Tensor], int] | None,
+) -> list[Path]:
+    """The run's last model and, when there is one, its best, each (weights, epoch) from an eager float32 copy."""
+    exported = export_models(export_network(spec.network, last[0], device), spec, "last", last[1])
+    if best is not None:
+        exported += export_models(export_network(spec.network, best[0], device), spec, "best", best[1])
+    for path in exported:
+        logger.info("exported %s", path)
+    return exported

@@ -10,7 +10,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
 from sequifier.data.metadata import DatasetMetadata
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 
 INPUT_SIGNATURE = ("input_columns", "context_length", "depth_layouts")  # depth_layouts: absent in older contracts
 

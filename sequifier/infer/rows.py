@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 
 
 @dataclass(frozen=True)

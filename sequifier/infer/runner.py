@@ -20,7 +20,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
 from sequifier.data.metadata import read_metadata
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer import checks
 from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel

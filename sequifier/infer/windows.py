@@ -14,7 +14,8 @@ import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
-from sequifier.data.stored import StoredWindows, load_split
+from sequifier.data.stored import load_split
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.export.contract import graph_inputs
 
 

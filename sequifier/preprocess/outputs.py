@@ -11,7 +11,9 @@ import pyarrow as pa
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
-from sequifier.data.stored import StoredWindows, pt_payload, stored_schema, windows_to_table
+from sequifier.data.pt_shards import pt_payload
+from sequifier.data.stored import stored_schema, windows_to_table
+from sequifier.data.stored_windows import StoredWindows
 
 
 @dataclass(frozen=True)

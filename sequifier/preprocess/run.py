@@ -12,7 +12,8 @@ import pyarrow as pa
 
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import PreprocessConfig
-from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_folder_metadata, write_metadata
+from sequifier.data.folder_metadata import write_folder_metadata
+from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
 from sequifier.preprocess.depth import DEPTH_PAYLOAD_VERSION, DEPTH_WINDOWS_PER_SHARD
 from sequifier.preprocess.groups import Group, partition, plan_groups

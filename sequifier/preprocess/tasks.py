@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.data.metadata import normalize_values
-from sequifier.data.stored import StoredWindows, concat_windows
+from sequifier.data.stored_windows import StoredWindows, concat_windows
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import Items, item_masks, item_values, load_items
 from sequifier.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout

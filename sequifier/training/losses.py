@@ -9,6 +9,8 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from sequifier.config.network import ColumnSpec
+from sequifier.config.resolve import RunSpec
+from sequifier.model.network import SequifierNetwork
 
 ELEMENTWISE = {
     "CrossEntropyLoss": lambda out, target: F.cross_entropy(out, target, reduction="none"),
@@ -76,3 +78,14 @@ def persistence_loss_categorical(repeats: int, total: int, n_predictable: int) -
     p = min(max(repeats / total, 1e-6), 1 - 1e-6)
     others = max(n_predictable - 1, 1)
     return -(repeats * math.log(p) + (total - repeats) * math.log((1 - p) / others)) / total
+
+
+def dataset_losses(spec: RunSpec, network: SequifierNetwork, dataset_name: str) -> TargetLosses:
+    """The losses a dataset trains: its interface's targets, criteria, weights and predictable classes."""
+    dataset = spec.config.dataset_training[dataset_name]
+    interface = dataset.model_interface
+    columns = spec.columns[interface]
+    targets = [columns[c] for c in spec.config.model.interfaces[interface].target_columns]
+    decoder = network.interfaces[interface].decoder
+    class_ids = {t.name: decoder.class_ids(t.name).cpu() for t in targets if t.kind == "categorical"}
+    return TargetLosses(targets, dict(dataset.criterion), dict(dataset.loss_weights or {}), class_ids)

@@ -70,3 +70,15 @@ def phase_epoch(
         take = phase.sources[chosen].batches_per_selection
         order += queues[chosen][positions[chosen] : positions[chosen] + take]
         positions[chosen] += take
+
+
+def optimizer_steps(schedule: list[PlannedBatch], accumulation_steps: int) -> int:
+    """Updates one epoch makes: full accumulation windows, plus a flush at every dataset change and at the end."""
+    steps, window, dataset = 0, 0, None
+    for planned in schedule:
+        if window and planned.dataset != dataset:
+            steps, window = steps + 1, 0
+        dataset, window = planned.dataset, window + 1
+        if window == accumulation_steps:
+            steps, window = steps + 1, 0
+    return steps + (1 if window else 0)

@@ -1,4 +1,6 @@
-"""How the training step runs the network: parameter dtypes, autocast and torch.compile, set up once per run."""
+"""How the training step runs the network: parameter dtypes, autocast and torch.compile, set up once per run.
+
+Exports never see these: they take eager float32 copies (export/artifacts.export_network)."""
 
 from __future__ import annotations
 
@@ -9,9 +11,8 @@ from typing import ContextManager
 import torch
 from torch import Tensor
 
-from sequifier.config.network import NetworkSpec
 from sequifier.config.schema import GlobalTrainingConfig
-from sequifier.model.network import SequifierNetwork, build_network
+from sequifier.model.network import SequifierNetwork
 from sequifier.training.compile import compile_layers, compiled_forward
 from sequifier.training.precision import apply_layer_dtypes, autocast_context, warn_ineffective
 
@@ -59,10 +60,3 @@ class TrainingRuntime:
                 self.training.torch_compile,
                 time.perf_counter() - self._first_step_started,
             )
-
-
-def export_network(spec: NetworkSpec, state: dict[str, Tensor], device: torch.device) -> SequifierNetwork:
-    """What exports take: an eager float32 network (no layer dtypes, no compilation) holding `state`'s weights."""
-    network = build_network(spec)
-    network.load_state_dict(state)
-    return network.to(device)

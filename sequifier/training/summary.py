@@ -7,8 +7,8 @@ from pathlib import Path
 
 from sequifier.progress import duration
 from sequifier.training.curves import CURVES_FILE
-from sequifier.training.engine import TrainResult
 from sequifier.training.history import read_history
+from sequifier.training.result import TrainResult
 
 HEADER = ("dataset", "target", "best val loss", "best epoch", "final val loss", "baseline")
 

@@ -14,10 +14,10 @@ from conftest import run_sequifier, tiny_train_config, write_yaml
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
+from sequifier.export.artifacts import export_network
 from sequifier.infer.onnx_model import OnnxModel
 from sequifier.infer.runner import model_inputs
 from sequifier.training.engine import Trainer
-from sequifier.training.runtime import export_network
 
 
 def onnx_matches_torch(project: Path, onnx_path: Path, pt_path: Path) -> None:

@@ -11,7 +11,8 @@ import torch
 from depth_helpers import DEPTH_DIR
 
 from sequifier.config.errors import UserError
-from sequifier.data.stored import load_split, pt_payload
+from sequifier.data.pt_shards import pt_payload
+from sequifier.data.stored import load_split
 from sequifier.data.views import ViewShape, gather_batch, to_tensors, training_views
 
 SPLIT = DEPTH_DIR / "data" / "items-split0"

@@ -9,13 +9,8 @@ import pytest
 from reference_helpers import REFERENCE_DIR
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import (
-    metadata_from_dict,
-    read_folder_metadata,
-    read_metadata,
-    write_folder_metadata,
-    write_metadata,
-)
+from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
+from sequifier.data.metadata import metadata_from_dict, read_metadata, write_metadata
 
 METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 

@@ -16,8 +16,10 @@ import pytest
 from reference_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import read_folder_metadata, read_metadata, write_folder_metadata
-from sequifier.data.stored import StoredWindows, load_split, write_split_parquet
+from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
+from sequifier.data.metadata import read_metadata
+from sequifier.data.stored import load_split, write_split_parquet
+from sequifier.data.stored_windows import StoredWindows
 
 METADATA = read_metadata(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")
 VALUE_COLUMNS = [str(offset) for offset in range(16, -1, -1)]

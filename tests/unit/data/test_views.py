@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.data.views import ViewShape, gather_batch, to_tensors, training_views
 
 

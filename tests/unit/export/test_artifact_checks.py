@@ -13,7 +13,7 @@ from conftest import only_contract
 from export_test_helpers import tiny_network, tiny_spec
 
 from sequifier.config.errors import UserError
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.export.bundle import read_bundle, write_bundle
 from sequifier.export.contract import build_contract, check_contract, decode
 from sequifier.infer.checks import check_stored_values

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.rows import label_rows
 from sequifier.infer.windows import generation_start, model_inputs, view_starts
 

@@ -13,11 +13,12 @@ from conftest import tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
+from sequifier.export.artifacts import export_network
 from sequifier.model.network import build_network
 from sequifier.training.capabilities import check_supported
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.precision import LossScaler, apply_layer_dtypes
-from sequifier.training.runtime import TrainingRuntime, export_network
+from sequifier.training.runtime import TrainingRuntime
 
 
 def tiny_spec(reference_project: Path, tmp_path: Path, **global_training):

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import torch
 
-from sequifier.data.stored import StoredWindows
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.data.views import to_tensors
 from sequifier.training.priors import class_counts, in_split_values, log_frequencies
 

@@ -1,0 +1,74 @@
+"""The metadata.json of a sharded split folder: its shards with their sample counts, beside the dataset's meanings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sequifier.atomic import write_text_atomic
+from sequifier.config.errors import UserError
+from sequifier.data.metadata import DatasetMetadata, is_int, read_json
+
+# Key order of a sharded split folder's metadata.json written by sequifier 3.x.
+FOLDER_KEY_ORDER = (
+    "split_index",
+    "n_classes",
+    "column_data_types",
+    "id_maps",
+    "selected_columns_statistics",
+    "normalize_real_columns",
+    "total_samples",
+    "batch_files",
+    "depth_layouts",
+    "tensor_payload_version",
+    "window_length",
+    "window_lengths",
+    "prediction_alignment_steps",
+    "max_target_offset",
+    "stored_window_layout_version",
+    "prediction_aligned_splits",
+    "prediction_length",
+    "target_offset",
+)
+FOLDER_METADATA = "metadata.json"
+
+
+def folder_metadata_dict(split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> dict:
+    """The metadata.json of one split folder: its shards with sample counts plus the semantic keys."""
+    semantic = metadata.to_json_dict()
+    values = {
+        "split_index": split_index,
+        "total_samples": sum(int(f["samples"]) for f in batch_files),
+        "batch_files": batch_files,
+    }
+    return {key: values[key] if key in values else semantic[key] for key in FOLDER_KEY_ORDER}
+
+
+def write_folder_metadata(folder: Path, split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> None:
+    write_text_atomic(
+        Path(folder) / FOLDER_METADATA, json.dumps(folder_metadata_dict(split_index, metadata, batch_files), indent=4)
+    )
+
+
+def read_folder_metadata(folder: Path) -> dict:
+    """A split folder's metadata.json; batch_files entries must name a path and a sample count."""
+    path = Path(folder) / FOLDER_METADATA
+    if not path.is_file():
+        raise UserError(str(folder), f"a sharded split folder needs its {FOLDER_METADATA} (not found)")
+    raw = read_json(path)
+    files = raw.get("batch_files") if isinstance(raw, dict) else None
+    if not isinstance(files, list) or not all(_is_batch_file(f) for f in files):
+        raise UserError(str(path), "batch_files must be a list of {path: file name in the folder, samples: count}")
+    window_length = raw.get("window_length")
+    if not is_int(window_length) or window_length < 1:
+        raise UserError(str(path), "window_length must be a positive integer")
+    return raw
+
+
+def _is_batch_file(entry: Any) -> bool:
+    """A shard of the folder itself (a plain file name) with a sample count."""
+    if not isinstance(entry, dict) or not is_int(entry.get("samples")) or entry["samples"] < 0:
+        return False
+    name = entry.get("path")
+    return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name

@@ -1,0 +1,89 @@
+"""PT shards: the `sequifier_tensor_batch` files of a pt shard folder, checked when read and encoded for writing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Collection
+
+import numpy as np
+
+from sequifier.config.errors import UserError
+from sequifier.data.metadata import CATEGORICAL_TYPE
+from sequifier.data.safe_load import load_weights_only
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows
+
+PT_FORMAT = "sequifier_tensor_batch"
+PT_VERSION = 5
+PT_DTYPES = {CATEGORICAL_TYPE: np.int64, "Float64": np.float64, "Float32": np.float32}
+
+
+def _check_pt_payload(payload: Any, wanted: list[str], path: Path, layouts: dict[str, dict]) -> None:
+    """A `sequifier_tensor_batch` dict: [N, W] tensors of the wanted columns and [N] identifier tensors.
+
+    Deep columns of `layouts` are [N, W, capacity], beside a boolean mask of that shape per layout.
+    """
+    import torch
+
+    if not isinstance(payload, dict) or payload.get("format") != PT_FORMAT:
+        raise UserError(str(path), f"not a {PT_FORMAT} file")
+    sequences = payload.get("sequences")
+    if not isinstance(sequences, dict):
+        raise UserError(str(path), "sequences must be a mapping of column to tensor")
+    for column in wanted:
+        if column not in sequences:
+            raise UserError(column, f"column is not stored in {path}")
+    capacity = {c: int(d["context_length"]) for d in layouts.values() for c in d["columns"]}
+    shapes = {c: tuple(sequences[c].shape) for c in wanted if isinstance(sequences[c], torch.Tensor)}
+    if (
+        len(shapes) != len(wanted)
+        or len({s[:2] for s in shapes.values()}) > 1
+        or any(s[2:] != ((capacity[c],) if c in capacity else ()) for c, s in shapes.items())
+    ):
+        raise UserError(
+            str(path),
+            f"sequences of {wanted} must be tensors of one shape [windows, window length] "
+            "([windows, window length, capacity] for deep columns)",
+        )
+    masks = (payload.get("metadata") or {}).get("depth_valid_masks") or {}
+    for layout, definition in layouts.items():
+        mask = masks.get(layout)
+        expected = (*next(iter(shapes.values()))[:2], int(definition["context_length"]))
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or tuple(mask.shape) != expected:
+            raise UserError(str(path), f"metadata.depth_valid_masks.{layout} must be a boolean tensor {list(expected)}")
+    rows = next(iter(shapes.values()))[0] if shapes else None
+    for attr in IDENTIFIER_COLUMNS.values():
+        tensor = payload.get(attr)
+        if not isinstance(tensor, torch.Tensor) or tensor.dim() != 1 or rows not in (None, tensor.shape[0]):
+            raise UserError(str(path), f"{attr} must be a tensor of one value per window")
+
+
+def windows_from_pt(
+    path: Path, wanted: list[str], categorical: Collection[str], layouts: dict[str, dict]
+) -> StoredWindows:
+    payload = load_weights_only(path, "PT shard")
+    _check_pt_payload(payload, wanted, path, layouts)
+    sequences = payload["sequences"]
+    arrays = {c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted}
+    masks = payload["metadata"]["depth_valid_masks"] if layouts else {}
+    return StoredWindows(
+        columns=arrays,
+        **{attr: payload[attr].numpy().astype(np.int64, copy=False) for attr in IDENTIFIER_COLUMNS.values()},
+        depth_masks={layout: masks[layout].numpy() for layout in layouts},
+    )
+
+
+def pt_payload(windows: StoredWindows, column_types: dict[str, str]) -> dict:
+    """The `sequifier_tensor_batch` dict of one PT shard (torch.load(weights_only=True) reads it back)."""
+    import torch
+
+    return {
+        "format": PT_FORMAT,
+        "version": PT_VERSION,
+        "sequences": {c: torch.from_numpy(windows.columns[c].astype(PT_DTYPES[t])) for c, t in column_types.items()},
+        "metadata": {
+            "depth_valid_masks": {layout: torch.from_numpy(mask) for layout, mask in windows.depth_masks.items()},
+            "sample_positions": None,
+            "curriculum_columns": [],
+        },
+        **{attr: torch.from_numpy(getattr(windows, attr).astype(np.int64)) for attr in IDENTIFIER_COLUMNS.values()},
+    }

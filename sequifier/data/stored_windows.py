@@ -1,0 +1,63 @@
+"""StoredWindows: the windows of one split as arrays, as every stored form (Parquet, CSV, pt shards) loads them."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+# Parquet identifier column -> StoredWindows attribute (also the PT payload key).
+IDENTIFIER_COLUMNS = {
+    "sequenceId": "sequence_ids",
+    "subsequenceId": "subsequence_ids",
+    "startItemPosition": "start_item_positions",
+    "leftPadLength": "left_pad_lengths",
+    "splitStartItemPosition": "split_start_item_positions",
+    "splitEndItemPosition": "split_end_item_positions",
+}
+
+
+@dataclass(frozen=True)
+class StoredWindows:
+    """Windows of one split; row n of every array is window n, slot 0 the oldest item.
+
+    A deep column (of a depth layout) is [N, W, capacity]; `depth_masks` [N, W, capacity] per
+    layout marks its valid child slots.
+    """
+
+    columns: dict[str, np.ndarray]
+    sequence_ids: np.ndarray
+    subsequence_ids: np.ndarray
+    start_item_positions: np.ndarray
+    left_pad_lengths: np.ndarray
+    split_start_item_positions: np.ndarray
+    split_end_item_positions: np.ndarray
+    depth_masks: dict[str, np.ndarray] = dataclasses.field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return int(self.sequence_ids.shape[0])
+
+    def sliced(self, start: int, stop: int) -> StoredWindows:
+        """Windows start ... stop - 1."""
+        part = slice(start, stop)
+        return StoredWindows(
+            columns={name: values[part] for name, values in self.columns.items()},
+            **{attr: getattr(self, attr)[part] for attr in IDENTIFIER_COLUMNS.values()},
+            depth_masks={layout: mask[part] for layout, mask in self.depth_masks.items()},
+        )
+
+
+def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], window_length: int) -> StoredWindows:
+    """The windows of `parts` in order (`columns` and `window_length` shape an empty result)."""
+    if len(parts) == 1:
+        return parts[0]
+    if not parts:
+        empty = np.zeros(0, dtype=np.int64)
+        return StoredWindows({c: np.zeros((0, window_length)) for c in columns}, *([empty] * len(IDENTIFIER_COLUMNS)))
+    identifiers = {attr: np.concatenate([getattr(p, attr) for p in parts]) for attr in IDENTIFIER_COLUMNS.values()}
+    masks = {layout: np.concatenate([p.depth_masks[layout] for p in parts]) for layout in parts[0].depth_masks}
+    return StoredWindows(
+        {c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers, depth_masks=masks
+    )

@@ -1,0 +1,84 @@
+"""Validation during training: each evaluation source's losses beside the persistence baseline, written and logged.
+
+Totals are summed over the parts of a source and over the ranks of a distributed run, so every
+value equals the one-process value on the same data. Class shares are counted at the same time.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from sequifier.config.resolve import RunSpec
+from sequifier.data.datasets import PartData
+from sequifier.distributed.parallel import reshard
+from sequifier.distributed.ranks import Ranks
+from sequifier.distributed.totals import summed_totals
+from sequifier.model.network import SequifierNetwork
+from sequifier.training.class_shares import class_share_rows
+from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
+from sequifier.training.losses import TargetLosses
+from sequifier.training.reporting import RunRecords
+from sequifier.training.runtime import TrainingRuntime
+
+logger = logging.getLogger("sequifier")
+
+
+class Validator:
+    def __init__(
+        self,
+        spec: RunSpec,
+        parts: dict[tuple[str, str], PartData],
+        losses: dict[str, TargetLosses],
+        network: SequifierNetwork,
+        runtime: TrainingRuntime,
+        ranks: Ranks,
+        sharded: bool,
+        device: torch.device,
+    ):
+        self.spec, self.parts, self.losses, self.network = spec, parts, losses, network
+        self.runtime, self.ranks, self.sharded, self.device = runtime, ranks, sharded, device
+
+    def run(self, records: RunRecords, common: dict) -> dict[str, Evaluation]:
+        """Evaluation of every evaluation source (its parts' totals combined), with its rows in `records`."""
+        results = {}
+        evaluation = self.spec.config.evaluation
+        for source in evaluation.sources if evaluation else ():
+            dataset, _, only_part = source.source.partition(".")
+            losses = self.losses[dataset]
+            combined = Totals()
+            for (d, part), data in self.parts.items():
+                if d != dataset or (only_part and part != only_part) or data.validation is None:
+                    continue
+                part_totals = summed_totals(self._evaluated(data, losses), self.ranks)
+                combined.add(part_totals)
+                records.validation(common, dataset, part, summarize(part_totals, losses), aggregate_only=False)
+            result = summarize(combined, losses)
+            results[source.source] = result
+            rows = class_share_rows(self.network, self.spec, self.parts, source.source, self.device, self.ranks)
+            if self.sharded:
+                reshard(self.network)  # forwards without backward leave the whole weights gathered
+            records.class_shares(common, dataset, only_part, rows)
+            records.validation(common, dataset, only_part, result, aggregate_only=True)
+            per_target = ", ".join(
+                f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses
+            )
+            logger.info(
+                "epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s",
+                common["epoch"], result.loss, result.baseline_loss, source.source, per_target,
+            )  # fmt: skip
+        return results
+
+    def _evaluated(self, data: PartData, losses: TargetLosses) -> Totals:
+        return evaluate_split(
+            self.network,
+            data.interface,
+            data.validation,
+            data.shape,
+            data.input_columns,
+            losses,
+            self.spec.config.global_training.inference_batch_size,
+            self.device,
+            self.runtime.autocast(),
+        )
