@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass, field
-from typing import ContextManager
+from typing import Callable, ContextManager
 
 import torch
 
@@ -56,8 +56,12 @@ def evaluate_split(
     batch_size: int,
     device: torch.device,
     autocast: ContextManager | None = None,
+    on_batch: Callable[[int], None] | None = None,
 ) -> Totals:
-    """Loss and persistence totals of every counted target of one validation split (forward under `autocast`)."""
+    """Loss and persistence totals of every counted target of one validation split (forward under `autocast`).
+
+    `on_batch(views)` is told each batch's number of views as it is done (a progress display).
+    """
     was_training = network.training
     network.eval()
     totals = Totals()
@@ -82,6 +86,8 @@ def evaluate_split(
                     ELEMENTWISE[losses.criteria[target.name]](previous[mask], values[mask]).sum()
                 )
         totals.add(step)
+        if on_batch is not None:
+            on_batch(len(batch.target_valid))
     network.train(was_training)
     return totals
 

@@ -7,6 +7,7 @@ value equals the one-process value on the same data. Class shares are counted at
 from __future__ import annotations
 
 import logging
+from typing import Callable
 
 import torch
 
@@ -16,6 +17,7 @@ from sequifier.distributed.parallel import reshard
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.totals import summed_totals
 from sequifier.model.network import SequifierNetwork
+from sequifier.progress import Progress
 from sequifier.training.class_shares import class_share_rows
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.losses import TargetLosses
@@ -48,12 +50,21 @@ class Validator:
             dataset, _, only_part = source.source.partition(".")
             losses = self.losses[dataset]
             combined = Totals()
-            for (d, part), data in self.parts.items():
-                if d != dataset or (only_part and part != only_part) or data.validation is None:
-                    continue
-                part_totals = summed_totals(self._evaluated(data, losses), self.ranks)
+            chosen = [
+                (part, data)
+                for (d, part), data in self.parts.items()
+                if d == dataset and (not only_part or part == only_part) and data.validation is not None
+            ]
+            views = sum(len(data.validation) for _, data in chosen) * self.ranks.world_size
+            display = Progress(
+                f"validation {source.source} (epoch {common['epoch']})", views, "views", enabled=self.ranks.is_main
+            )
+            counted = lambda n, shown=display: shown.advance(n * self.ranks.world_size)
+            for part, data in chosen:
+                part_totals = summed_totals(self._evaluated(data, losses, counted), self.ranks)
                 combined.add(part_totals)
                 records.validation(common, dataset, part, summarize(part_totals, losses), aggregate_only=False)
+            display.close()
             result = summarize(combined, losses)
             results[source.source] = result
             rows = class_share_rows(self.network, self.spec, self.parts, source.source, self.device, self.ranks)
@@ -70,7 +81,7 @@ class Validator:
             )  # fmt: skip
         return results
 
-    def _evaluated(self, data: PartData, losses: TargetLosses) -> Totals:
+    def _evaluated(self, data: PartData, losses: TargetLosses, on_batch: Callable[[int], None]) -> Totals:
         return evaluate_split(
             self.network,
             data.interface,
@@ -81,4 +92,5 @@ class Validator:
             self.spec.config.global_training.inference_batch_size,
             self.device,
             self.runtime.autocast(),
+            on_batch,
         )

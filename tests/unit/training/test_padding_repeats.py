@@ -74,3 +74,13 @@ def test_training_batches_and_class_shares_ignore_repeats(loaded):
 def test_ranks_take_contiguous_shares_that_differ_by_at_most_one_window():
     shares = [rank_range(310, Ranks(rank, 3)) for rank in range(3)]
     assert shares == [(0, 103), (103, 206), (206, 310)]
+
+
+def test_validation_reports_every_view_it_evaluates(loaded):
+    spec, part, network, losses = loaded
+    seen: list[int] = []
+    evaluate_split(
+        network, part.interface, part.validation, part.shape, part.input_columns, losses, 32, torch.device("cpu"),
+        on_batch=seen.append,
+    )  # fmt: skip
+    assert sum(seen) == len(part.validation) and max(seen) == 32
