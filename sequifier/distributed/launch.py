@@ -37,9 +37,16 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=5)  # a peer that died ends the others' c
 
 def launch(spec: RunSpec) -> TrainResult:
     """Train `spec`; every launcher enters training through here with the same plain spec."""
+    under_torchrun = all(name in os.environ for name in TORCHRUN_VARIABLES)
     if not spec.config.global_training.distributed:
+        if under_torchrun and int(os.environ["WORLD_SIZE"]) > 1:
+            raise UserError(
+                "global_training.distributed",
+                f"is false, but torchrun started {os.environ['WORLD_SIZE']} processes that would each train the "
+                "whole run and overwrite each other's files; set global_training.distributed=true",
+            )
         return train(spec)
-    if all(name in os.environ for name in TORCHRUN_VARIABLES):
+    if under_torchrun:
         return _attached(spec)
     return _spawned(spec)
 

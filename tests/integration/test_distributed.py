@@ -154,6 +154,21 @@ def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_proces
     assert len(list((folder / "outputs").rglob("train.log"))) == 1  # rank 1 keeps Hydra's files elsewhere
 
 
+def test_torchrun_processes_of_a_run_that_is_not_distributed_are_refused(tmp_path: Path):
+    folder = project(tmp_path, "p", pt_config())
+    torchrun = Path(sys.executable).with_name("torchrun")
+    result = subprocess.run(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode != 0
+    assert "global_training.distributed: is false, but torchrun started 2 processes" in result.stderr
+    assert not (folder / "models").exists()
+
+
 def test_a_merged_file_and_nccl_on_the_cpu_are_refused(tmp_path: Path):
     config = distributed(2)
     config["global_training"]["read_format"] = "parquet"
