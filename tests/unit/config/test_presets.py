@@ -207,7 +207,7 @@ def test_only_presets_the_engine_runs_are_shipped():
         for group in config_groups()
     }
     assert shipped["global_training/distributed"] == ["ddp_gloo_cpu", "ddp_nccl", "fsdp"]
-    assert shipped["global_training/precision"] == ["fp32"]
+    assert shipped["global_training/precision"] == ["bf16", "fp32"]
     assert "hydra/launcher" not in shipped
 
 
