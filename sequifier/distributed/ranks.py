@@ -31,18 +31,17 @@ class Ranks:
 
     def sum(self, values: torch.Tensor) -> torch.Tensor:
         """Elementwise sum over ranks (the input is not changed)."""
-        if not self.joined:
-            return values
-        total = values.detach().to(self.collective_device, copy=True)
-        dist.all_reduce(total, op=dist.ReduceOp.SUM)
-        return total.to(values.device)
+        return self._reduced(values, dist.ReduceOp.SUM)
 
     def max(self, values: torch.Tensor) -> torch.Tensor:
+        return self._reduced(values, dist.ReduceOp.MAX)
+
+    def _reduced(self, values: torch.Tensor, op: dist.ReduceOp) -> torch.Tensor:
         if not self.joined:
             return values
-        largest = values.detach().to(self.collective_device, copy=True)
-        dist.all_reduce(largest, op=dist.ReduceOp.MAX)
-        return largest.to(values.device)
+        reduced = values.detach().to(self.collective_device, copy=True)
+        dist.all_reduce(reduced, op=op)
+        return reduced.to(values.device)
 
     def gather(self, value: Any) -> list[Any]:
         """Every rank's `value`, in rank order, on every rank."""

@@ -4,7 +4,6 @@ counted target positions of each evaluation source, in `validation-class-shares.
 from __future__ import annotations
 
 import csv
-import shutil
 import subprocess
 import sys
 from collections import defaultdict
@@ -12,9 +11,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
+from conftest import tiny_train_config
+from run_helpers import project_with, train_here
 
-from sequifier import cli
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
@@ -47,19 +46,6 @@ def two_dataset_config() -> dict:
         "monitor": {"source": "a", "metric": "loss", "mode": "min"},
     }
     return config
-
-
-def train_here(project: Path, monkeypatch, *overrides: str) -> None:
-    with monkeypatch.context() as patch:
-        patch.chdir(project)
-        assert cli.main(["train", *overrides]) == 0
-
-
-def project_with(tmp_path: Path, name: str, config: dict) -> Path:
-    project = tmp_path / name
-    shutil.copytree(REFERENCE_DIR, project)
-    write_yaml(project / "configs" / "train.yaml", config)
-    return project
 
 
 def predicted_counts(project: Path, tmp_path: Path, epoch: int, column: str) -> dict[int, int]:

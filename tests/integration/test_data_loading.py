@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import csv
-import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import torch
-from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
+from conftest import tiny_train_config
+from run_helpers import project_with, train_here
 
 from sequifier import cli
 from sequifier.training.engine import Trainer
@@ -40,19 +40,6 @@ def two_part_config() -> dict:
     }
     config["evaluation"] = {"sources": [{"source": "default"}]}
     return config
-
-
-def project_with(tmp_path: Path, name: str, config: dict) -> Path:
-    project = tmp_path / name
-    shutil.copytree(REFERENCE_DIR, project)
-    write_yaml(project / "configs" / "train.yaml", config)
-    return project
-
-
-def train_here(project: Path, monkeypatch, *overrides: str) -> None:
-    with monkeypatch.context() as patch:
-        patch.chdir(project)
-        assert cli.main(["train", *overrides]) == 0
 
 
 def outcome(project: Path) -> tuple[dict, dict[str, list[dict]]]:

@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import csv
 import os
-import shutil
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
-from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
+from conftest import run_sequifier, tiny_train_config, write_yaml
+from run_helpers import assert_onnx_matches_weights, project_with
 
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.resolve import resolve
-from sequifier.data.stored import load_split
-from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.runner import model_inputs
-from sequifier.model.network import build_network
 
 FULL_BATCH = 1024  # more views than the split holds: every epoch is one step over all of them
 
@@ -38,13 +33,6 @@ def pt_config(**training) -> dict:
 
 def distributed(world_size: int, **training) -> dict:
     return pt_config(distributed=True, world_size=world_size, backend="gloo", **training)
-
-
-def project(base: Path, name: str, config: dict) -> Path:
-    folder = base / name
-    shutil.copytree(REFERENCE_DIR, folder)
-    write_yaml(folder / "configs" / "train.yaml", config)
-    return folder
 
 
 def trained(folder: Path, *overrides: str) -> Path:
@@ -78,26 +66,15 @@ def assert_same_training(ranked: Path, single: Path) -> None:
 
 
 def assert_onnx_matches_the_checkpoint(folder: Path) -> None:
-    """The exported last model computes what the last checkpoint's weights compute in torch (max abs diff <= 1e-4)."""
+    """The exported last model computes what the last checkpoint's weights compute in torch."""
     spec = resolve(canonical_config(compose_config(folder / "configs" / "train.yaml", [])), run_dir=folder, cwd=folder)
-    network = build_network(spec.network).eval()
-    network.load_state_dict(latest(folder)["model_state_dict"])
-    model = OnnxModel(next((folder / "models").glob("dist-last-*.onnx")))
-    categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
-    stored = load_split(folder / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical)
-    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
-    exported = model(inputs, padding)
-    with torch.no_grad():
-        computed = network(
-            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
-        )
-    for target in spec.interface.target_columns:
-        assert np.abs(exported[target] - computed[target][:, -1:].numpy()).max() <= 1e-4, target
+    onnx_path = next((folder / "models").glob("dist-last-*.onnx"))
+    assert_onnx_matches_weights(spec, onnx_path, latest(folder)["model_state_dict"])
 
 
 @pytest.fixture(scope="module")
 def single_process(tmp_path_factory) -> Path:
-    return trained(project(tmp_path_factory.mktemp("single"), "p", pt_config(batch_size=FULL_BATCH)))
+    return trained(project_with(tmp_path_factory.mktemp("single"), "p", pt_config(batch_size=FULL_BATCH)))
 
 
 PARALLELISMS = {
@@ -112,7 +89,7 @@ def test_two_ranks_compute_what_one_process_computes_with_twice_the_batch(
     parallelism: str, tmp_path: Path, single_process: Path
 ):
     config = distributed(2, batch_size=FULL_BATCH // 2, **PARALLELISMS[parallelism])
-    ranked = trained(project(tmp_path, "p", config))
+    ranked = trained(project_with(tmp_path, "p", config))
     assert_same_training(ranked, single_process)
     assert_onnx_matches_the_checkpoint(ranked)
     assert sorted(p.name for p in (ranked / "models").iterdir()) == ["dist-best-3.onnx", "dist-last-3.onnx"]
@@ -120,12 +97,12 @@ def test_two_ranks_compute_what_one_process_computes_with_twice_the_batch(
 
 
 def test_uneven_shares_pad_with_repeats_that_never_count(tmp_path: Path, single_process: Path):
-    ranked = trained(project(tmp_path, "p", distributed(3, batch_size=FULL_BATCH // 3)))
+    ranked = trained(project_with(tmp_path, "p", distributed(3, batch_size=FULL_BATCH // 3)))
     assert_same_training(ranked, single_process)
 
 
 def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path):
-    folder = project(tmp_path, "p", pt_config(batch_size=16))
+    folder = project_with(tmp_path, "p", pt_config(batch_size=16))
     trained(folder, "global_training/distributed=ddp_gloo_cpu", "global_training.accumulation_steps=2")
     log = (folder / "logs" / "dist" / "dist.log").read_text()
     assert "155 per process, 2 processes" in log
@@ -137,7 +114,7 @@ def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path)
 
 
 def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_process: Path):
-    folder = project(tmp_path, "p", distributed(4, batch_size=FULL_BATCH // 2))
+    folder = project_with(tmp_path, "p", distributed(4, batch_size=FULL_BATCH // 2))
     torchrun = Path(sys.executable).with_name("torchrun")
     result = subprocess.run(
         [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
@@ -155,7 +132,7 @@ def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_proces
 
 
 def test_torchrun_processes_of_a_run_that_is_not_distributed_are_refused(tmp_path: Path):
-    folder = project(tmp_path, "p", pt_config())
+    folder = project_with(tmp_path, "p", pt_config())
     torchrun = Path(sys.executable).with_name("torchrun")
     result = subprocess.run(
         [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
@@ -173,11 +150,11 @@ def test_a_merged_file_and_nccl_on_the_cpu_are_refused(tmp_path: Path):
     config = distributed(2)
     config["global_training"]["read_format"] = "parquet"
     config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events.json"
-    folder = project(tmp_path, "p", config)
+    folder = project_with(tmp_path, "p", config)
     result = run_sequifier(["train"], folder)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "single merged file" in result.stderr and "merge_output: false" in result.stderr
-    result = run_sequifier(["train", "global_training.backend=nccl"], project(tmp_path, "q", distributed(2)))
+    result = run_sequifier(["train", "global_training.backend=nccl"], project_with(tmp_path, "q", distributed(2)))
     assert result.returncode == 2 and "global_training.backend" in result.stderr and "gloo" in result.stderr
 
 
@@ -218,7 +195,7 @@ def rank_processes(parent: int) -> list[int]:
 
 
 def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
-    folder = project(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
+    folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
     job = started(folder)
     wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
     victims = rank_processes(job.pid)
@@ -235,8 +212,8 @@ def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
 def test_a_killed_job_resumes_exactly(parallelism: str, tmp_path: Path):
     training = {"batch_size": 16, "save_interval_batches": 3, **PARALLELISMS[parallelism]}
     config = distributed(2, **training) | {"training_plan": {"epochs": 4}}
-    reference = trained(project(tmp_path, "reference", config))
-    folder = project(tmp_path, "p", config)
+    reference = trained(project_with(tmp_path, "reference", config))
+    folder = project_with(tmp_path, "p", config)
     job = started(folder)
     wait_for(folder / "checkpoints" / "dist" / "batch-12.pt", job)
     os.killpg(job.pid, signal.SIGKILL)

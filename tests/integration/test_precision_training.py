@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import onnx
 import pytest
 import torch
 from conftest import run_sequifier, tiny_train_config, write_yaml
+from run_helpers import assert_onnx_matches_weights
 
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
-from sequifier.data.stored import load_split
-from sequifier.export.artifacts import export_network
-from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.runner import model_inputs
 from sequifier.training.engine import Trainer
 
 
@@ -24,19 +20,7 @@ def onnx_matches_torch(project: Path, onnx_path: Path, pt_path: Path) -> None:
     """The ONNX model (float32 initializers only) predicts what the PT bundle's weights predict in torch."""
     assert {i.data_type for i in onnx.load(onnx_path).graph.initializer} <= {onnx.TensorProto.FLOAT}
     spec = resolve(canonical_config(tiny_train_config()), run_dir=project / "check", cwd=project)
-    bundle = torch.load(pt_path, weights_only=False)
-    network = export_network(spec.network, bundle["model_state_dict"], torch.device("cpu")).eval()
-    model = OnnxModel(onnx_path)
-    categorical = {n for n, c in spec.interface_columns.items() if c.kind == "categorical"}
-    stored = load_split(project / "data" / "events-split1.parquet", list(spec.interface.input_columns), categorical)
-    inputs, padding = model_inputs(stored.columns, stored.left_pad_lengths, model.contract)
-    predicted = model(inputs, padding)
-    with torch.no_grad():
-        expected = network(
-            spec.interface_name, {k: torch.from_numpy(v) for k, v in inputs.items()}, torch.from_numpy(padding)
-        )
-    for target in spec.interface.target_columns:
-        assert np.abs(predicted[target] - expected[target][:, -1:].numpy()).max() <= 1e-4, target
+    assert_onnx_matches_weights(spec, onnx_path, torch.load(pt_path, weights_only=False)["model_state_dict"])
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 import torch
 from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
+from run_helpers import train_here
 
-from sequifier import cli
 from sequifier.data.stored import load_split
 from sequifier.infer.onnx_model import OnnxModel
 from sequifier.infer.windows import model_inputs
@@ -55,13 +55,6 @@ def project_copy(reference_project: Path, name: str, config: dict) -> Path:
     shutil.copytree(reference_project, project)
     write_yaml(project / "configs" / "train.yaml", config)
     return project
-
-
-def train_here(project: Path, monkeypatch, *overrides: str) -> None:
-    """`sequifier train` in this process (no interpreter start-up), from the project folder."""
-    with monkeypatch.context() as patch:
-        patch.chdir(project)
-        assert cli.main(["train", *overrides]) == 0
 
 
 def interrupted(project: Path, mode: str, n: int) -> subprocess.CompletedProcess:
