@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -12,19 +13,12 @@ import yaml
 from conftest import REFERENCE_DIR
 
 from sequifier.data.stored import load_split
-from sequifier.data.stored_windows import StoredWindows
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows
 
 SPLITS_REFERENCE_DIR = REFERENCE_DIR.parent / "reference-v3-splits"
 COLUMNS = ["event", "channel", "amount", "delay"]
 CATEGORICAL = ["event", "channel"]
-IDENTIFIER_ATTRIBUTES = (
-    "sequence_ids",
-    "subsequence_ids",
-    "start_item_positions",
-    "left_pad_lengths",
-    "split_start_item_positions",
-    "split_end_item_positions",
-)
+IDENTIFIER_ATTRIBUTES = tuple(IDENTIFIER_COLUMNS.values())
 
 
 def make_project(root: Path, data_file: Path, config: dict) -> Path:
@@ -123,3 +117,16 @@ def preprocess_reference(
     config_path = make_project(root, data_file, config)
     monkeypatch.chdir(root)
     return run_preprocess(load_preprocess_config(config_path, randomize=randomize))
+
+
+def preprocess_in(root: Path, config: str) -> Path:
+    """Run the preprocess config `config` (relative to `root`) from `root`, as a user in that folder would."""
+    from sequifier.config.preprocess import load_preprocess_config
+    from sequifier.preprocess import run_preprocess
+
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        return run_preprocess(load_preprocess_config(Path(config)))
+    finally:
+        os.chdir(cwd)

@@ -19,13 +19,7 @@ METRIC_FIELDS = (
     "learning_rate",
 )
 CLASS_SHARE_FIELDS = (
-    "run_id",
-    "phase",
-    "dataset",
-    "part",
-    "epoch",
-    "global_step",
-    "target",
+    *METRIC_FIELDS[: METRIC_FIELDS.index("target") + 1],
     "class_id",
     "class_label",
     "count",

@@ -113,10 +113,10 @@ def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path)
     assert (folder / "outputs" / "predictions" / "dist-last-3" / "part-000.csv").is_file()
 
 
-def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_process: Path):
-    folder = project_with(tmp_path, "p", distributed(4, batch_size=FULL_BATCH // 2))
+def torchrun_train(folder: Path) -> subprocess.CompletedProcess:
+    """`torchrun --standalone --nproc-per-node 2 -m sequifier train` in `folder`, one thread per process."""
     torchrun = Path(sys.executable).with_name("torchrun")
-    result = subprocess.run(
+    return subprocess.run(
         [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
         cwd=folder,
         capture_output=True,
@@ -124,6 +124,11 @@ def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_proces
         timeout=300,
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
+
+
+def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_process: Path):
+    folder = project_with(tmp_path, "p", distributed(4, batch_size=FULL_BATCH // 2))
+    result = torchrun_train(folder)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "torchrun runs 2 processes; global_training.world_size 4 is ignored" in result.stdout + result.stderr
     assert_same_training(folder, single_process)
@@ -133,14 +138,7 @@ def test_torchrun_attaches_and_its_world_size_wins(tmp_path: Path, single_proces
 
 def test_torchrun_processes_of_a_run_that_is_not_distributed_are_refused(tmp_path: Path):
     folder = project_with(tmp_path, "p", pt_config())
-    torchrun = Path(sys.executable).with_name("torchrun")
-    result = subprocess.run(
-        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
-        cwd=folder,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = torchrun_train(folder)
     assert result.returncode != 0
     assert "global_training.distributed: is false, but torchrun started 2 processes" in result.stderr
     assert not (folder / "models").exists()

@@ -6,7 +6,6 @@ Metadata, folder metadata, shard names, payload layout, windows, deep [N, W, D] 
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -14,24 +13,20 @@ import numpy as np
 import pytest
 import torch
 from conftest import REFERENCE_DIR
-from reference_helpers import assert_folder_metadata_matches, assert_metadata_matches, read_json
+from reference_helpers import (
+    IDENTIFIER_ATTRIBUTES,
+    assert_folder_metadata_matches,
+    assert_metadata_matches,
+    preprocess_in,
+    read_json,
+)
 
-from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.stored import load_split
-from sequifier.preprocess import run_preprocess
 
 DEPTH_DIR = REFERENCE_DIR.parent / "reference-v3-depth"
 COLUMNS = ["accountType", "subitemType", "subitemAmount", "nextAction"]
 CATEGORICAL = ["accountType", "subitemType", "nextAction"]
 DEEP = ["subitemType", "subitemAmount"]
-IDENTIFIERS = (
-    "sequence_ids",
-    "subsequence_ids",
-    "start_item_positions",
-    "left_pad_lengths",
-    "split_start_item_positions",
-    "split_end_item_positions",
-)
 
 
 @pytest.fixture(scope="module")
@@ -42,12 +37,7 @@ def project(tmp_path_factory) -> Path:
     (root / "data").mkdir()
     shutil.copy(DEPTH_DIR / "configs" / "preprocess.yaml", root / "configs" / "preprocess.yaml")
     shutil.copy(DEPTH_DIR / "data" / "items.parquet", root / "data" / "items.parquet")
-    cwd = os.getcwd()
-    os.chdir(root)
-    try:
-        run_preprocess(load_preprocess_config(Path("configs/preprocess.yaml")))
-    finally:
-        os.chdir(cwd)
+    preprocess_in(root, "configs/preprocess.yaml")
     return root
 
 
@@ -74,7 +64,7 @@ def test_shards_hold_the_reference_windows_depth_tensors_and_masks(project, spli
     ours = load_split(project / "data" / name, COLUMNS, CATEGORICAL)
     reference = load_split(DEPTH_DIR / "data" / name, COLUMNS, CATEGORICAL)
     assert len(ours) == len(reference) > 0
-    for attr in IDENTIFIERS:
+    for attr in IDENTIFIER_ATTRIBUTES:
         np.testing.assert_array_equal(getattr(ours, attr), getattr(reference, attr), err_msg=attr)
     for column in COLUMNS:
         assert ours.columns[column].shape == reference.columns[column].shape

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
@@ -18,6 +17,7 @@ from reference_helpers import (
     assert_same_windows,
     load_sorted_split,
     make_project,
+    preprocess_in,
     read_json,
     reference_config,
 )
@@ -89,12 +89,7 @@ def pt_project(tmp_path_factory) -> Path:
     shutil.copytree(REFERENCE_DIR / "configs", project / "configs", ignore=shutil.ignore_patterns("metadata_configs"))
     (project / "data").mkdir()
     shutil.copy(REFERENCE_DIR / "data" / "events.parquet", project / "data" / "events_pt.parquet")
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        run_preprocess(load_preprocess_config(Path("configs/preprocess-pt.yaml")))
-    finally:
-        os.chdir(cwd)
+    preprocess_in(project, "configs/preprocess-pt.yaml")
     return project
 
 
