@@ -1,7 +1,7 @@
 """`sequifier train`: a config FILE and overrides -> one resolved RunSpec per job -> launch -> exported models.
 
     argv -> compose (Hydra) -> expand + validate -> capability checks -> resolve (metadata) -> RunSpec
-         -> launch (in this process today; spawn, torchrun and Submitit enter at the same seam)
+         -> launch (in this process, spawned, under torchrun, or in Submitit jobs: all enter at the same seam)
          -> engine (training/engine.py) -> export (export/artifacts.py)
 
 Every job of the command (one, or each combination of a `-m` sweep) is composed, validated and
@@ -23,6 +23,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from sequifier.commands.launcher import check_tasks, with_launcher_defaults
 from sequifier.commands.sweep import (
     HydraJob,
     chosen_sweep_dir,
@@ -44,7 +45,8 @@ from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.launch import hydra_settings_of_this_rank, launch
+from sequifier.distributed.launch import hydra_settings_of_this_rank, launch, this_rank
+from sequifier.distributed.submitit_task import in_submitit_job, requeue_after_stop
 from sequifier.training.capabilities import check_supported
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 from sequifier.training.summary import run_summary
@@ -63,17 +65,26 @@ def run(args: argparse.Namespace) -> int:
             "command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them"
         )
     entry = read_entry(args.config_path)
+    overrides = with_launcher_defaults(overrides, entry)
     PREPARED.clear()
     configs = [
         prepare(entry, combination, overrides, resolve_metadata=not args.cfg) for combination in overrides.combinations
     ]
+    for combination, config in zip(overrides.combinations, configs):
+        check_tasks(entry, combination, config)
     for warning in config_warnings(configs[0]):
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
         print(OmegaConf.to_yaml(asdict(configs[0])), end="")
         return 0
     sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
-    run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank())
+    try:
+        run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank())
+    except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
+        if not multirun or not ended.code:
+            raise
+        report_sweep(chosen_sweep_dir(overrides.all, sweep_dir))
+        return 1
     return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
 
 
@@ -127,6 +138,8 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
             log_folders=list(outcome.log_folders),
         )
     except StopRequested as stopped:
+        if in_submitit_job():
+            requeue_after_stop()
         print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
               "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
         raise SystemExit(STOPPED_EXIT_CODE) from None
@@ -140,7 +153,8 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
             raise
         logger.error("job failed:\n%s", traceback.format_exc())
         result.update(status="failed", error=f"{type(error).__name__}: {error}")
-    write_result(job, result)
+    if this_rank() == 0:  # the other tasks of a multi-task job trained the same run
+        write_result(job, result)
     return result
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import sys
+import warnings
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -29,6 +30,10 @@ SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
 SEARCH_PATH = "hydra.searchpath=[pkg://sequifier.conf]"
 PLACED_GROUPS = ("dataset_training/",)  # presets that must name the dataset they apply to with @
+
+# The hydra/launcher presets carry the names of hydra-submitit-launcher's configs, which Hydra 1.3 (its last 1.x)
+# still uses as their schema while warning that this "automatic schema matching" is deprecated.
+warnings.filterwarnings("ignore", message=r"\s*'hydra/launcher/\w+' is validated against ConfigStore schema")
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,18 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
                 raise
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(str(entry.config_file), " ".join(str(error).split())) from None
+
+
+def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
+    """The `hydra.launcher` node the overrides select (unresolved), composed as Hydra will compose it for a job."""
+    from hydra import compose, initialize_config_dir
+
+    register_entry(entry)
+    with initialize_config_dir(
+        version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"
+    ):
+        composed = compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH], return_hydra_config=True)
+        return OmegaConf.to_container(composed.hydra.launcher, resolve=False)
 
 
 def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:

@@ -3,6 +3,8 @@
 - `distributed: false`: trained in this process.
 - `distributed: true` under torchrun (RANK, WORLD_SIZE and LOCAL_RANK set): this process attaches to the
   group torchrun set up; the environment's WORLD_SIZE wins over `global_training.world_size`.
+- `distributed: true` in a Submitit job of several tasks: each task exports its rank from the job environment
+  (distributed/submitit_task.py) and attaches as under torchrun; the job's number of tasks wins.
 - `distributed: true` otherwise: `world_size` workers spawned on this node (torch.multiprocessing.spawn,
   127.0.0.1 and a free port), each with its own device and cores / world_size threads.
 A worker that fails makes the whole job fail, naming the rank and its error.
@@ -26,6 +28,7 @@ import torch.multiprocessing as mp
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec
 from sequifier.distributed.ranks import Ranks
+from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
 from sequifier.training.stop import StopRequested
@@ -37,6 +40,7 @@ COLLECTIVE_TIMEOUT = timedelta(minutes=5)  # a peer that died ends the others' c
 
 def launch(spec: RunSpec) -> TrainResult:
     """Train `spec`; every launcher enters training through here with the same plain spec."""
+    join_job_tasks(spec.config.global_training.distributed)
     under_torchrun = all(name in os.environ for name in TORCHRUN_VARIABLES)
     if not spec.config.global_training.distributed:
         if under_torchrun and int(os.environ["WORLD_SIZE"]) > 1:
@@ -49,6 +53,11 @@ def launch(spec: RunSpec) -> TrainResult:
     if under_torchrun:
         return _attached(spec)
     return _spawned(spec)
+
+
+def this_rank() -> int:
+    """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0."""
+    return int(os.environ.get("RANK", "0"))
 
 
 def hydra_settings_of_this_rank() -> tuple[str, ...]:
@@ -69,7 +78,8 @@ def _attached(spec: RunSpec) -> TrainResult:
     world_size = int(os.environ["WORLD_SIZE"])
     configured = spec.config.global_training.world_size
     if world_size != configured:
-        logger.info("torchrun runs %d processes; global_training.world_size %d is ignored", world_size, configured)
+        starter = "the Submitit job" if in_submitit_job() else "torchrun"
+        logger.info("%s runs %d processes; global_training.world_size %d is ignored", starter, world_size, configured)
         spec = _with_world_size(spec, world_size)
     ranks = Ranks(int(os.environ["RANK"]), world_size, int(os.environ["LOCAL_RANK"]))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))

@@ -1,5 +1,7 @@
 """Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption).
 
+Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (distributed/submitit_task.py).
+
 The first signal asks the run to stop: it finishes the current optimizer step (the open accumulation
 window), writes the rolling latest checkpoint, says where it stopped and exits with STOPPED_EXIT_CODE,
 so that resuming continues exactly. A second signal stops at once (the default action).
@@ -10,8 +12,9 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
+from sequifier.distributed.submitit_task import stop_signals
+
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped on request, resume to continue
-SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 
 
 class StopRequested(Exception):
@@ -24,17 +27,18 @@ class GracefulStop:
     def __init__(self) -> None:
         self.requested: str | None = None
         self._previous: dict[int, object] = {}
+        self._signals = stop_signals()
 
     def __enter__(self) -> GracefulStop:
         try:
-            self._previous = {number: signal.signal(number, self._handle) for number in SIGNALS}
+            self._previous = {number: signal.signal(number, self._handle) for number in self._signals}
         except ValueError:  # not the main thread
             self._previous = {}
         return self
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
         self.requested = signal.Signals(number).name
-        for other in SIGNALS:
+        for other in self._signals:
             signal.signal(other, signal.SIG_DFL)
 
     def __exit__(self, *exc: object) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import yaml
 from conftest import run_sequifier, tiny_train_config, write_yaml
 
 
@@ -64,3 +65,39 @@ def test_a_failing_job_is_reported_and_the_sweep_goes_on(reference_project: Path
     jobs = [json.loads(p.read_text()) for p in (reference_project / "multirun").glob("*/*/*/result.json")]
     assert len(jobs) == 2 and all(job["status"] == "failed" for job in jobs)
     assert "events-split1.parquet" in result.stdout
+
+
+def test_a_launcher_selection_is_refused_before_submission_without_distributed(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    for launcher in (
+        ["hydra/launcher=slurm_ddp"],
+        ["hydra/launcher=submitit_slurm", "hydra.launcher.tasks_per_node=2"],
+    ):
+        result = run_sequifier(["train", "-m", *launcher], reference_project)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().splitlines() == [
+            "error: hydra.launcher.tasks_per_node: 1 node(s) x 2 task(s) would train the same model 2 times; "
+            "set global_training.distributed=true (e.g. global_training/distributed=ddp_gloo_cpu) "
+            "or hydra.launcher.tasks_per_node=1"
+        ]
+        assert not (reference_project / "multirun").exists()
+
+
+def test_the_slurm_presets_resume_if_a_checkpoint_exists_unless_the_user_chose_a_policy(reference_project: Path):
+    config_file = reference_project / "configs" / "train.yaml"
+    write_yaml(config_file, tiny_train_config())
+    chosen = {}
+    for launcher, *more in (
+        ["submitit_slurm"],
+        ["slurm_ddp", "global_training/distributed=ddp_gloo_cpu"],
+        ["submitit_local"],
+    ):
+        result = run_sequifier(["train", "--cfg", "job", "-m", f"hydra/launcher={launcher}", *more], reference_project)
+        assert result.returncode == 0, result.stderr
+        chosen[launcher] = yaml.safe_load(result.stdout)["global_training"]["resume"]["policy"]
+    assert chosen == {"submitit_slurm": "if_exists", "slurm_ddp": "if_exists", "submitit_local": "never"}
+    written = tiny_train_config()
+    written["global_training"]["resume"] = {"policy": "never"}
+    write_yaml(config_file, written)
+    result = run_sequifier(["train", "--cfg", "job", "-m", "hydra/launcher=submitit_slurm"], reference_project)
+    assert yaml.safe_load(result.stdout)["global_training"]["resume"]["policy"] == "never"

@@ -1,0 +1,63 @@
+"""What `sequifier train` settles about a Hydra launcher before it submits anything.
+
+- Under the Slurm presets a requeued job must continue where it stopped: `global_training.resume.policy`
+  is `if_exists` unless the user's file or command line chose a policy.
+- A job of several tasks (nodes x tasks_per_node) trains one distributed run, so it needs
+  `global_training.distributed: true`; otherwise it is refused here, before submission.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sequifier.config.compose import Overrides, TrainEntry, launcher_settings, parse_overrides
+from sequifier.config.errors import UserError
+from sequifier.config.schema import TrainConfig
+
+SLURM_PRESETS = ("submitit_slurm", "slurm_ddp")
+RESUME_POLICY = "global_training.resume.policy"
+
+
+def _key(override: str) -> str:
+    return override.split("=", 1)[0].lstrip("+~")
+
+
+def chosen_launcher(overrides: list[str]) -> str | None:
+    chosen = [o.split("=", 1)[1] for o in overrides if _key(o) == "hydra/launcher"]
+    return chosen[-1] if chosen else None
+
+
+def selects_a_launcher(overrides: list[str]) -> bool:
+    return any(_key(o) == "hydra/launcher" or _key(o).startswith("hydra.launcher.") for o in overrides)
+
+
+def with_launcher_defaults(overrides: Overrides, entry: TrainEntry) -> Overrides:
+    """The overrides, plus `resume.policy=if_exists` under a Slurm preset when the user chose no policy."""
+    if chosen_launcher(overrides.all) not in SLURM_PRESETS:
+        return overrides
+    if any(_key(o) == RESUME_POLICY for o in overrides.all) or _file_policy(entry.node) is not None:
+        return overrides
+    return parse_overrides(overrides.all + [f"{RESUME_POLICY}=if_exists"])
+
+
+def _file_policy(node: dict[str, Any]) -> Any:
+    for key in RESUME_POLICY.split("."):
+        if not isinstance(node, dict):
+            return None
+        node = node.get(key)
+    return node
+
+
+def check_tasks(entry: TrainEntry, combination: list[str], config: TrainConfig) -> None:
+    """Refuse a job of several tasks that would train the same model once per task."""
+    if not selects_a_launcher(combination) or config.global_training.distributed:
+        return
+    settings = launcher_settings(entry, combination)
+    nodes, per_node = int(settings.get("nodes") or 1), int(settings.get("tasks_per_node") or 1)
+    if nodes * per_node > 1:
+        raise UserError(
+            "hydra.launcher.tasks_per_node",
+            f"{nodes} node(s) x {per_node} task(s) would train the same model {nodes * per_node} times; "
+            "set global_training.distributed=true (e.g. global_training/distributed=ddp_gloo_cpu) "
+            "or hydra.launcher.tasks_per_node=1",
+        )
