@@ -189,3 +189,17 @@ def test_a_failing_job_shows_its_error_in_the_summary_and_the_command_fails(clus
     (result,) = sweep_jobs(sweep)
     assert result["status"] == "failed" and "events-split1.parquet" in result["error"]
     assert "failed" in stdout and "events-split1.parquet" in stdout
+
+
+def test_a_job_that_dies_without_a_result_ends_the_command_with_slurms_reason(cluster, tmp_path: Path):
+    config = pt_config(batch_size=16, num_threads=1, save_interval_batches=10) | {"training_plan": {"epochs": 30}}
+    folder = project(tmp_path, "p", config)
+    sweep = tmp_path / "sweep"
+    job = submitted(sweep, folder, cluster, "hydra/launcher=submitit_slurm")
+    wait_for((folder / "checkpoints" / "dist" / "batch-30.pt").exists, "training did not reach batch 30", job)
+    (job_id,) = submitted_ids(sweep)
+    slurm(["scancel", job_id], cluster)
+    returncode, stdout, stderr = finished(job)
+    assert returncode == 1
+    assert "has not produced any output (state: CANCELLED)" in stderr
+    assert "sweep summary" in stdout and "no job results" in stdout

@@ -208,7 +208,7 @@ def test_only_presets_the_engine_runs_are_shipped():
     }
     assert shipped["global_training/distributed"] == ["ddp_gloo_cpu", "ddp_nccl", "fsdp"]
     assert shipped["global_training/precision"] == ["bf16", "fp32"]
-    assert "hydra/launcher" not in shipped
+    assert shipped["hydra/launcher"] == ["slurm_ddp", "submitit_local", "submitit_slurm"]
 
 
 def test_the_smoke_plan_trains_one_epoch_and_needs_a_singleton_plan(tmp_path: Path):
