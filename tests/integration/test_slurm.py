@@ -27,7 +27,8 @@ JOB_TIMEOUT_S = 180
 def cluster_environment() -> dict[str, str] | None:
     """The environment that reaches the test cluster (its slurm.conf, the sacct stand-in), or None."""
     conf = Path(os.environ.get("SLURM_CONF", CLUSTER_DIR / "slurm.conf"))
-    if not conf.is_file() or shutil.which("sinfo") is None:
+    stopped = "SLURM_CONF" not in os.environ and not (CLUSTER_DIR / "run" / "slurmctld.pid").is_file()
+    if stopped or not conf.is_file() or shutil.which("sinfo") is None:
         return None
     path = os.pathsep.join([str(conf.parent / "bin"), str(Path(sys.executable).parent), os.environ["PATH"]])
     env = {**os.environ, "SLURM_CONF": str(conf), "PATH": path, "OMP_NUM_THREADS": "1"}
