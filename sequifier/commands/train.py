@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
         if not multirun or not ended.code:
             raise
         report_sweep(chosen_sweep_dir(overrides.all, sweep_dir))
-        return 1
+        return ended.code if isinstance(ended.code, int) else 1
     return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
 
 
