@@ -155,12 +155,20 @@ def wait_for(condition, what: str, job: subprocess.Popen) -> None:
         time.sleep(0.2)
 
 
-def test_a_time_limit_signal_requeues_the_job_which_resumes_exactly(cluster, tmp_path: Path):
-    config = pt_config(batch_size=16, num_threads=1, save_interval_batches=10) | {"training_plan": {"epochs": 20}}
+REQUEUED = {
+    "one task": ("submitit_slurm", pt_config(batch_size=16, num_threads=1, save_interval_batches=10), 20),
+    "two tasks": ("slurm_ddp", distributed(2, batch_size=16, save_interval_batches=10), 10),
+}
+
+
+@pytest.mark.parametrize("case", list(REQUEUED))
+def test_a_time_limit_signal_requeues_the_job_which_resumes_exactly(cluster, tmp_path: Path, case: str):
+    launcher, config, epochs = REQUEUED[case]
+    config = config | {"training_plan": {"epochs": epochs}}
     reference = trained(project(tmp_path, "reference", config))
     folder = project(tmp_path, "p", config)
     sweep = tmp_path / "sweep"
-    job = submitted(sweep, folder, cluster, "hydra/launcher=submitit_slurm")
+    job = submitted(sweep, folder, cluster, f"hydra/launcher={launcher}")
     wait_for((folder / "checkpoints" / "dist" / "batch-30.pt").exists, "training did not reach batch 30", job)
     (job_id,) = submitted_ids(sweep)
     slurm(["scancel", "--signal=USR2", job_id], cluster)  # what Slurm sends signal_delay_s before the time limit
