@@ -3,7 +3,6 @@ computes on the union of their samples, every real sample counts once, and rank 
 
 from __future__ import annotations
 
-import csv
 import os
 import signal
 import subprocess
@@ -13,41 +12,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import run_sequifier, tiny_train_config, write_yaml
+from conftest import run_sequifier, write_yaml
+from distributed_helpers import distributed, latest, metric_rows, pt_config, trained
 from run_helpers import assert_onnx_matches_weights, project_with
 
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.resolve import resolve
 
 FULL_BATCH = 1024  # more views than the split holds: every epoch is one step over all of them
-
-
-def pt_config(**training) -> dict:
-    config = tiny_train_config(model_name="dist")
-    config["global_training"].update({"read_format": "pt", **training})
-    config["model"]["backbone"]["architecture"]["dropout"] = 0.0
-    config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events_pt.json"
-    config["training_plan"] = {"epochs": 3}
-    return config
-
-
-def distributed(world_size: int, **training) -> dict:
-    return pt_config(distributed=True, world_size=world_size, backend="gloo", **training)
-
-
-def trained(folder: Path, *overrides: str) -> Path:
-    result = run_sequifier(["train", *overrides], folder)
-    assert result.returncode == 0, result.stderr[-3000:]
-    return folder
-
-
-def latest(folder: Path) -> dict:
-    return torch.load(folder / "checkpoints" / "dist" / "latest.pt", weights_only=True)
-
-
-def metric_rows(folder: Path, name: str) -> list[dict]:
-    with open(folder / "logs" / "dist" / name) as file:
-        return list(csv.DictReader(file))
 
 
 def assert_same_training(ranked: Path, single: Path) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import tiny_train_config, write_yaml
-from test_distributed import distributed, latest, metric_rows, project, pt_config, trained
+from distributed_helpers import distributed, latest, metric_rows, pt_config, trained
+from run_helpers import project_with
 
 pytestmark = pytest.mark.slurm
 ROOT = Path(__file__).resolve().parents[2]
@@ -116,11 +117,11 @@ def test_a_sweep_runs_one_slurm_job_per_combination_with_a_summary(cluster, refe
 @pytest.fixture(scope="module")
 def spawned(tmp_path_factory) -> Path:
     """Two ranks spawned on this machine, the reference of the runs that Slurm starts."""
-    return trained(project(tmp_path_factory.mktemp("spawned"), "p", distributed(2, batch_size=16)))
+    return trained(project_with(tmp_path_factory.mktemp("spawned"), "p", distributed(2, batch_size=16)))
 
 
 def test_a_two_task_job_is_one_ddp_run_equal_to_the_spawned_run(cluster, tmp_path: Path, spawned: Path):
-    folder = project(tmp_path, "p", distributed(3, batch_size=16))
+    folder = project_with(tmp_path, "p", distributed(3, batch_size=16))
     sweep = tmp_path / "sweep"
     returncode, stdout, stderr = finished(submitted(sweep, folder, cluster, "hydra/launcher=slurm_ddp"))
     assert returncode == 0, stderr[-3000:]
@@ -134,7 +135,7 @@ def test_a_two_task_job_is_one_ddp_run_equal_to_the_spawned_run(cluster, tmp_pat
 
 
 def test_the_sbatch_template_runs_torchrun_and_trains_the_same_run(cluster, tmp_path: Path, spawned: Path):
-    folder = project(tmp_path, "p", distributed(2, batch_size=16))
+    folder = project_with(tmp_path, "p", distributed(2, batch_size=16))
     job_id = slurm(["sbatch", "--parsable", str(ROOT / "examples" / "slurm" / "train.sbatch")], cluster, folder).strip()
     deadline = time.monotonic() + JOB_TIMEOUT_S
     while (state := slurm(["sacct", "-o", "JobID,State,NodeList", "--parsable2", "-j", job_id], cluster)) and any(
@@ -165,8 +166,8 @@ REQUEUED = {
 def test_a_time_limit_signal_requeues_the_job_which_resumes_exactly(cluster, tmp_path: Path, case: str):
     launcher, config, epochs = REQUEUED[case]
     config = config | {"training_plan": {"epochs": epochs}}
-    reference = trained(project(tmp_path, "reference", config))
-    folder = project(tmp_path, "p", config)
+    reference = trained(project_with(tmp_path, "reference", config))
+    folder = project_with(tmp_path, "p", config)
     sweep = tmp_path / "sweep"
     job = submitted(sweep, folder, cluster, f"hydra/launcher={launcher}")
     wait_for((folder / "checkpoints" / "dist" / "batch-30.pt").exists, "training did not reach batch 30", job)
@@ -202,7 +203,7 @@ def test_a_failing_job_shows_its_error_in_the_summary_and_the_command_fails(clus
 
 def test_a_job_that_dies_without_a_result_ends_the_command_with_slurms_reason(cluster, tmp_path: Path):
     config = pt_config(batch_size=16, num_threads=1, save_interval_batches=10) | {"training_plan": {"epochs": 30}}
-    folder = project(tmp_path, "p", config)
+    folder = project_with(tmp_path, "p", config)
     sweep = tmp_path / "sweep"
     job = submitted(sweep, folder, cluster, "hydra/launcher=submitit_slurm")
     wait_for((folder / "checkpoints" / "dist" / "batch-30.pt").exists, "training did not reach batch 30", job)
