@@ -28,6 +28,7 @@ import torch.multiprocessing as mp
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec
 from sequifier.distributed.ranks import Ranks
+from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
@@ -115,6 +116,7 @@ def free_port() -> int:
 
 def _spawned(spec: RunSpec) -> TrainResult:
     world_size = spec.config.global_training.world_size
+    check_shares(spec, world_size)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
     outcomes = mp.get_context("spawn").SimpleQueue()

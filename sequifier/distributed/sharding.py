@@ -12,6 +12,8 @@ import torch
 from torch import Tensor
 
 from sequifier.config.errors import UserError
+from sequifier.config.resolve import RunSpec
+from sequifier.data.stored import file_window_counts
 from sequifier.distributed.ranks import Ranks
 
 
@@ -24,6 +26,16 @@ def check_enough_windows(total: int, ranks: Ranks, where: str) -> None:
         raise UserError(
             where, f"holds {total} windows for {ranks.world_size} processes; every process needs at least one"
         )
+
+
+def check_shares(spec: RunSpec, world_size: int) -> None:
+    """Before any process starts: every split to be read has a window for each of the `world_size` ranks."""
+    for part in spec.parts:
+        for path in filter(None, (part.train_path, part.validation_path)):
+            total = sum(file_window_counts(path))
+            check_enough_windows(
+                total, Ranks(0, world_size), f"dataset_training.{part.dataset}.parts.{part.part}: {path.name}"
+            )
 
 
 def padded_views(window_index: Tensor, end_slot: Tensor, ranks: Ranks) -> tuple[Tensor, Tensor, Tensor | None]:

@@ -116,7 +116,7 @@ def test_torchrun_processes_of_a_run_that_is_not_distributed_are_refused(tmp_pat
     assert not (folder / "models").exists()
 
 
-def test_a_merged_file_and_nccl_on_the_cpu_are_refused(tmp_path: Path):
+def test_a_merged_file_nccl_on_the_cpu_and_more_ranks_than_windows_are_refused(tmp_path: Path):
     config = distributed(2)
     config["global_training"]["read_format"] = "parquet"
     config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events.json"
@@ -126,6 +126,9 @@ def test_a_merged_file_and_nccl_on_the_cpu_are_refused(tmp_path: Path):
     assert "single merged file" in result.stderr and "merge_output: false" in result.stderr
     result = run_sequifier(["train", "global_training.backend=nccl"], project_with(tmp_path, "q", distributed(2)))
     assert result.returncode == 2 and "global_training.backend" in result.stderr and "gloo" in result.stderr
+    result = run_sequifier(["train", "global_training.world_size=400"], project_with(tmp_path, "r", distributed(2)))
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "holds 310 windows for 400 processes" in result.stderr and "starting" not in result.stdout + result.stderr
 
 
 def started(folder: Path) -> subprocess.Popen:
