@@ -140,8 +140,9 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     except StopRequested as stopped:
         if in_submitit_job():
             requeue_after_stop()
-        print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
-              "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
+        if this_rank() == 0:
+            print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
+                  "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
         raise SystemExit(STOPPED_EXIT_CODE) from None
     except UserError as error:
         if not job.multirun:
