@@ -36,7 +36,8 @@ from sequifier.training.stop import StopRequested
 
 logger = logging.getLogger("sequifier")
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
-COLLECTIVE_TIMEOUT = timedelta(minutes=5)  # a peer that died ends the others' collectives at once; this bounds the rest
+# A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
+COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 
 
 def launch(spec: RunSpec) -> TrainResult:
@@ -103,7 +104,9 @@ def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
         device_id=torch.device(ranks.collective_device) if cuda else None,
     )
     try:
-        return train(spec, ranks)
+        result = train(spec, ranks)
+        dist.barrier()  # while rank 0 exports; a rank leaving the group early can abort the others' connections
+        return result
     finally:
         dist.destroy_process_group()
 
