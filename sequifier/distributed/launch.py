@@ -105,7 +105,8 @@ def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
     )
     try:
         result = train(spec, ranks)
-        dist.barrier()  # while rank 0 exports; a rank leaving the group early can abort the others' connections
+        if not in_submitit_job():  # Submitit tasks end through Submitit, which may requeue them at any time
+            dist.barrier()  # while rank 0 exports; a rank leaving the group early can abort the others' connections
         return result
     finally:
         dist.destroy_process_group()
