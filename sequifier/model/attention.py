@@ -6,6 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sequifier.model.dropout import uses_byte_masks
+from sequifier.model.dropped_attention import dropped_attention
 from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
@@ -67,7 +69,10 @@ class SelfAttention(nn.Module):
             groups = self.n_heads // self.n_kv_heads
             k = k.repeat_interleave(groups, dim=1)
             v = v.repeat_interleave(groups, dim=1)
-        attended = F.scaled_dot_product_attention(
-            q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0
-        )
+        if uses_byte_masks(q, self.dropout, self.training):
+            attended = dropped_attention(q, k, v, mask, self.dropout)
+        else:
+            attended = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0
+            )
         return self.output(attended.transpose(1, 2).reshape(batch, q.shape[2], q_width))

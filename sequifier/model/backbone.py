@@ -7,6 +7,7 @@ from torch import Tensor, nn
 
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.attention import attention_mask
+from sequifier.model.dropout import Dropout
 from sequifier.model.layers import TransformerLayer, make_norm
 from sequifier.model.positions import LearnedPositions, RotaryEmbedding, SinusoidalPositions, position_scope
 
@@ -30,7 +31,7 @@ class Backbone(nn.Module):
             self.position = SinusoidalPositions(dim, max_length)
         elif position_scope(architecture) == "global":
             self.position = LearnedPositions(dim, max_length)
-        self.input_dropout = nn.Dropout(architecture.dropout)
+        self.input_dropout = Dropout(architecture.dropout)
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = (
             make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()

@@ -7,6 +7,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from sequifier.config.network import ColumnSpec
+from sequifier.model.dropout import Dropout
 from sequifier.model.parameters import tag
 
 SPECIAL_TOKEN_NAMES = {"unknown": 0, "other": 1, "mask": 2}
@@ -71,7 +72,7 @@ class Decoder(nn.Module):
         blocks: list[nn.Module] = []
         for hidden in hidden_dims:
             layer = tag(PenalizedLinear(dim, hidden, hidden_weight_l2), "decoder.hidden")
-            blocks += [layer, HIDDEN_ACTIVATIONS[activation]()] + ([nn.Dropout(dropout)] if dropout else [])
+            blocks += [layer, HIDDEN_ACTIVATIONS[activation]()] + ([Dropout(dropout)] if dropout else [])
             dim = hidden
         self.hidden = nn.Sequential(*blocks)
         self.heads = nn.ModuleDict()

@@ -8,6 +8,7 @@ from torch import Tensor, nn
 
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.attention import SelfAttention
+from sequifier.model.dropout import Dropout
 from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
@@ -66,7 +67,7 @@ class TransformerLayer(nn.Module):
         )
         self.attention_norm = make_norm(architecture.normalization.type, dim)
         self.feed_forward_norm = make_norm(architecture.normalization.type, dim)
-        self.dropout = nn.Dropout(architecture.dropout)
+        self.dropout = Dropout(architecture.dropout)
 
     def forward(self, x: Tensor, mask: Tensor | None, queries: int | None = None) -> Tensor:
         """The layer's output at every position, or at the last `queries` positions only (needs `mask`)."""

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 from sequifier.config.network import ColumnSpec, depth_mask_input
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.backbone import shared_layers
+from sequifier.model.dropout import Dropout
 from sequifier.model.ingestion.embedding import column_embedding, embed
 from sequifier.model.layers import make_norm
 from sequifier.model.parameters import tag
@@ -60,7 +61,7 @@ class DepthTransformerIngestion(nn.Module):
             self.position = SinusoidalPositions(dim, length)
         else:
             self.position = LearnedPositions(dim, length)
-        self.position_dropout = nn.Dropout(architecture.dropout)
+        self.position_dropout = Dropout(architecture.dropout)
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = (
             make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()
@@ -69,7 +70,7 @@ class DepthTransformerIngestion(nn.Module):
             tag(nn.Linear(dim, output_dim), "ingestion.output_projection") if dim != output_dim else nn.Identity()
         )
         self.temporal_positions = tag(nn.Embedding(position_rows, output_dim), "position") if position_rows else None
-        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.dropout = Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         valid = inputs[self.mask_input]

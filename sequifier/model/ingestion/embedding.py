@@ -13,6 +13,7 @@ from torch import Tensor, nn
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
+from sequifier.model.dropout import Dropout
 from sequifier.model.parameters import tag
 
 MIN_CATEGORICAL_WIDTH = 2
@@ -110,7 +111,7 @@ class EmbeddingIngestion(nn.Module):
         self.output_projection = (
             tag(nn.Linear(total, output_dim), "ingestion.output_projection") if total != output_dim else nn.Identity()
         )
-        self.dropout = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.dropout = Dropout(dropout) if dropout else nn.Identity()
 
     def forward(self, inputs: dict[str, Tensor]) -> Tensor:
         parts = []

@@ -8,6 +8,7 @@ from torch import nn
 
 from sequifier.config.network import ColumnSpec
 from sequifier.model.decoders import Decoder, PenalizedLinear
+from sequifier.model.dropout import Dropout
 
 TARGETS = [ColumnSpec("event", "categorical", 6), ColumnSpec("amount", "real")]
 CLASS_IDS = {"event": [1, 3, 4, 5]}
@@ -53,8 +54,8 @@ def test_an_export_passes_prediction_length_plus_support_minus_one_states():
 def test_mlp_dropout_follows_each_hidden_activation():
     module = decoder(hidden_dims=(16, 12), activation="gelu", dropout=0.25)
     kinds = [type(m) for m in module.hidden]
-    assert kinds == [PenalizedLinear, nn.GELU, nn.Dropout, PenalizedLinear, nn.GELU, nn.Dropout]
-    assert all(m.p == 0.25 for m in module.hidden if isinstance(m, nn.Dropout))
+    assert kinds == [PenalizedLinear, nn.GELU, Dropout, PenalizedLinear, nn.GELU, Dropout]
+    assert all(m.p == 0.25 for m in module.hidden if isinstance(m, Dropout))
     assert [type(m) for m in decoder(hidden_dims=(16,)).hidden] == [PenalizedLinear, nn.ReLU]
 
 
