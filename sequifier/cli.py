@@ -58,6 +58,13 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--model-name", help="override model_name")
     train.add_argument("--seed", type=int, help="override seed")
     train.add_argument(
+        "--profile",
+        action="store_true",
+        help="at the end, print where the wall time and memory went (start-up, config, data loading, model build, "
+        "training steps split into data/forward/backward/optimizer, validation, checkpoints, records, export) "
+        "and write it to logs/<model_name>/profile.json",
+    )
+    train.add_argument(
         "--skip-metadata",
         action="store_true",
         help=(

@@ -48,6 +48,7 @@ from sequifier.config.validate_training import config_warnings
 from sequifier.distributed.launch import hydra_settings_of_this_rank, launch, this_rank
 from sequifier.distributed.submitit_task import in_submitit_job, requeue_after_stop
 from sequifier.training.capabilities import check_supported
+from sequifier.training.profile import PROFILE, timed
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 from sequifier.training.summary import run_summary
 
@@ -56,6 +57,7 @@ PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their ov
 
 
 def run(args: argparse.Namespace) -> int:
+    PROFILE.begin_command(enabled=args.profile)
     overrides = parse_overrides(command_overrides(args))
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
@@ -100,6 +102,7 @@ def command_overrides(args: argparse.Namespace) -> list[str]:
     return overrides
 
 
+@timed("config")
 def prepare(entry: TrainEntry, combination: list[str], overrides: Overrides, resolve_metadata: bool) -> TrainConfig:
     """Compose, validate and (unless skipped) check and resolve one job; its RunSpec waits in PREPARED."""
     try:
@@ -159,6 +162,7 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     return result
 
 
+@timed("config")
 def job_spec(cfg: DictConfig, job: HydraJob, model_name: str) -> RunSpec:
     """The prepared RunSpec of this job, or (in another process, or with --skip-metadata) one resolved now."""
     spec = PREPARED.get(job.overrides)

@@ -39,6 +39,8 @@ from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.plan import PlannedBatch, optimizer_steps, phase_epoch, stream_seed
 from sequifier.training.priors import fit_priors
+from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
+from sequifier.training.profile_report import report_profile
 from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import RunRecords
 from sequifier.training.result import TrainResult
@@ -63,10 +65,10 @@ class Trainer:
         self.training = config.global_training
         self.device = rank_device(config.device, ranks)
         torch.manual_seed(config.seed)
-        self.network: SequifierNetwork = build_network(spec.network).to(self.device)
-        self.runtime = TrainingRuntime(self.network, self.training, self.device)
-        self.parts = load_parts(spec, ranks)
-        fit_priors(self.network, self.parts, ranks)
+        self.network: SequifierNetwork = timed("model build")(build_network)(spec.network).to(self.device)
+        self.runtime = timed("model build")(TrainingRuntime)(self.network, self.training, self.device)
+        self.parts = timed("data loading")(load_parts)(spec, ranks)
+        timed("data loading")(fit_priors)(self.network, self.parts, ranks)
         model = training_module(self.network, self.training, ranks, self.device)
         self.sharded = is_sharded(self.training, ranks)
         if ranks.joined:
@@ -152,19 +154,20 @@ class Trainer:
                 break
             phase = phases[p.phase_index]
             if not p.phase_started:
-                self.optimization.begin_phase(p.phase_index)
+                timed("model build")(self.optimization.begin_phase)(p.phase_index)
                 p.phase_started = True
-            training_loss = self._train_epoch()
+            training_loss = timed("training steps")(self._train_epoch)()
             epoch = p.global_epoch
             self.last_evaluation = self._validate(phase.name, epoch)
             if self.monitor.update(epoch, self.last_evaluation, training_loss):
                 self.best_state = copy.deepcopy(model_state(self.network, self.sharded))
-            draw_run_curves(self.records.folders())
+            timed("records")(draw_run_curves)(self.records.folders())
             p.finish_epoch(phase.epochs)
             if self.snapshots.after_epoch(epoch):
                 save_snapshot(self, f"epoch-{epoch}.pt")
             self._stop_if_requested()
         result = self._finish()
+        report_profile(self.records.folders())
         return dataclasses.replace(
             result, samples_per_second=self.throughput.samples_per_second, log_folders=self.records.folders()
         )
@@ -174,7 +177,7 @@ class Trainer:
         p = self.progress
         phase = self.spec.config.training_plan.phases[p.phase_index]
         schedule = self.schedules[p.phase_index][p.phase_epoch - 1]
-        batches = self._gathered(schedule)
+        batches = PROFILE.gathered(self._gathered(schedule))
         p.begin_epoch(list(self.parts), self.optimization.learning_rate)
         self.network.train()
         label = f"epoch {p.global_epoch} ({phase.name})"
@@ -195,7 +198,7 @@ class Trainer:
         self.optimization.end_epoch()
         logger.info("epoch %d: %.0f samples/s", p.global_epoch, display.close(self.throughput))
         totals = {key: summed_totals(part_totals, self.ranks) for key, part_totals in p.epoch_totals.items()}
-        return self.records.training_epoch(self._common(phase.name), self.losses, totals)
+        return timed("records")(self.records.training_epoch)(self._common(phase.name), self.losses, totals)
 
     def _after_batch(self, phase: str) -> None:
         """Snapshots that are due (each after flushing the open window), and a requested stop."""
@@ -220,20 +223,16 @@ class Trainer:
             raise StopRequested(str(path))
 
     def _microbatch(self, part: PartData, batch: Batch, totals: Totals) -> int:
-        loss, sums, inputs = self._batch_loss(part, batch)
+        loss, sums, inputs = PROFILE.step(FORWARD, self.device, self._batch_loss, part, batch)
         p = self.progress
         where = f"epoch {p.global_epoch}, batch {p.batches_done + 1}, step {p.global_step}"
         check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
         self.last_finite_loss = float(loss.detach())
         if loss.requires_grad:
-            self.optimization.scaled(loss).backward()
+            PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward)
             self.runtime.after_backward()
-        totals.add(
-            Totals(
-                loss={n: float(t.detach()) for n, (t, _) in sums.items()},
-                count={n: int(c) for n, (_, c) in sums.items()},
-            )
-        )
+        loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
+        totals.add(Totals(loss=loss_sums, count={n: int(c) for n, (_, c) in sums.items()}))
         return len(batch.target_valid)
 
     def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict]:
@@ -266,7 +265,7 @@ class Trainer:
                 parameter.grad = None
             elif parameter.grad is not None and count > 1:
                 parameter.grad.div_(count)
-        self.optimization.step()
+        PROFILE.step(OPTIMIZER, self.device, self.optimization.step)
         self.progress.global_step += 1
 
     def _common(self, phase: str) -> dict:
@@ -274,14 +273,15 @@ class Trainer:
         return dict(phase=phase, epoch=p.global_epoch, global_step=p.global_step, learning_rate=p.epoch_learning_rate)
 
     def _validate(self, phase: str, epoch: int) -> dict[str, Evaluation]:
-        return self.validator.run(self.records, self._common(phase) | {"epoch": epoch})
+        return timed("validation")(self.validator.run)(self.records, self._common(phase) | {"epoch": epoch})
 
     def _finish(self) -> TrainResult:
         last_epoch = self.progress.completed_epochs
         check_weights(self.network, f"the end of epoch {last_epoch}")
         last_state = model_state(self.network, self.sharded)
         best = (self.best_state, self.monitor.best_epoch) if self.best_state is not None else None
-        exported = export_run(self.spec, self.device, (last_state, last_epoch), best) if self.ranks.is_main else []
+        export = timed("export")(export_run)
+        exported = export(self.spec, self.device, (last_state, last_epoch), best) if self.ranks.is_main else []
         evaluation = self.last_evaluation
         monitored = evaluation.get(self.monitor.source) if evaluation and self.monitor.source else None
         return TrainResult(

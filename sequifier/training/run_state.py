@@ -17,6 +17,7 @@ from sequifier.distributed.state import load_model_state, model_state, optimizer
 from sequifier.training.checkpoint import checkpoint_path, read_checkpoint, write_checkpoint
 from sequifier.training.divergence import check_weights
 from sequifier.training.evaluation import Evaluation
+from sequifier.training.profile import timed
 from sequifier.training.progress import RunProgress
 from sequifier.training.resume import check_fingerprint
 from sequifier.training.rng import capture_rng, restore_rng
@@ -35,6 +36,7 @@ def whole_state(trainer: Trainer) -> tuple[dict, dict]:
     return model_state(trainer.network, trainer.sharded), optimization
 
 
+@timed("checkpointing")
 def save_snapshot(trainer: Trainer, name: str | None) -> Path:
     """Write snapshot `name` (None: only latest); every rank calls this, rank 0 writes."""
     check_weights(trainer.network, f"checkpoint {name or 'latest'}")
