@@ -59,7 +59,7 @@ def test_profile_splits_the_whole_run_into_phases_and_step_parts(reference_proje
 
 
 def test_without_the_flag_nothing_is_reported(reference_project: Path, monkeypatch, capsys):
-    monkeypatch.delenv("SEQUIFIER_PROFILE", raising=False)
+    monkeypatch.setenv("SEQUIFIER_PROFILE", "0")  # restored (unset) after the test
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
     train_here(reference_project, monkeypatch)
     assert (reference_project / "logs" / "tiny" / "training-metrics.csv").is_file()

@@ -30,7 +30,7 @@ def clock() -> FakeClock:
 
 @pytest.fixture
 def recorder(clock: FakeClock, monkeypatch) -> PhaseRecorder:
-    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    monkeypatch.setenv(ENVIRONMENT, "0")  # restored (unset) after the test
     recorder = PhaseRecorder(clock)
     recorder.begin_command(enabled=True)
     return recorder
@@ -98,7 +98,7 @@ def test_the_report_sums_to_the_total_with_other_as_the_rest(
 
 
 def test_reporting_needs_the_flag_and_writes_into_each_log_folder(tmp_path, monkeypatch, capsys):
-    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    monkeypatch.setenv(ENVIRONMENT, "0")  # restored (unset) after the test
     recorder = PhaseRecorder()
     monkeypatch.setattr(report, "PROFILE", recorder)
     folders = (str(tmp_path / "a"), str(tmp_path / "b"))
@@ -116,7 +116,7 @@ def test_reporting_needs_the_flag_and_writes_into_each_log_folder(tmp_path, monk
 
 
 def test_the_flag_reaches_spawned_processes_through_the_environment(monkeypatch):
-    monkeypatch.delenv(ENVIRONMENT, raising=False)
+    monkeypatch.setenv(ENVIRONMENT, "0")  # restored (unset) after the test
     PhaseRecorder().begin_command(enabled=True)
     assert PhaseRecorder().enabled
     PhaseRecorder().begin_command(enabled=False)
