@@ -28,7 +28,7 @@ import yaml
 
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
-from sequifier.data.stored import write_split_parquet
+from sequifier.data.stored_tables import write_split_parquet
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.export.bundle import write_bundle
 from sequifier.export.onnx import export_onnx

@@ -5,14 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 from torch import Tensor
 
+from sequifier.config.network import ColumnSpec
 from sequifier.config.resolve import PartSpec, RunSpec
 from sequifier.data.stored import file_window_counts, load_split
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.sharding import check_enough_windows, padded_views, rank_range
+
+ID_DTYPES = (np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.int64))
 
 
 @dataclass(frozen=True)
@@ -78,13 +82,11 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
         interface = spec.config.model.interfaces[interface_name]
         file_order = spec.config.dataset_training[part.dataset].parts[part.part].file_order
         columns = sorted(set(interface.input_columns) | set(interface.target_columns))
-        categorical = {n for n, c in spec.columns[interface_name].items() if c.kind == "categorical"}
+        dtypes = resident_dtypes(spec.columns[interface_name], columns)
         shape = view_shape(spec, interface_name)
         where = f"dataset_training.{part.dataset}.parts.{part.part}"
-        train = _split(part.train_path, columns, categorical, shape, ranks, where, file_order)
-        validation = (
-            _split(part.validation_path, columns, categorical, shape, ranks, where) if part.validation_path else None
-        )
+        train = _split(part.train_path, dtypes, shape, ranks, where, file_order)
+        validation = _split(part.validation_path, dtypes, shape, ranks, where) if part.validation_path else None
         loaded[(part.dataset, part.part)] = PartData(
             part,
             interface_name,
@@ -97,10 +99,20 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
     return loaded
 
 
+def resident_dtypes(specs: dict[str, ColumnSpec], columns: list[str]) -> dict[str, np.dtype]:
+    """Each column's dtype while training: ids in the smallest of int16/int32/int64 that holds the vocabulary,
+    reals float32."""
+    return {
+        name: next(t for t in ID_DTYPES if np.iinfo(t).max >= specs[name].n_classes)
+        if specs[name].kind == "categorical"
+        else np.dtype(np.float32)
+        for name in columns
+    }
+
+
 def _split(
     path: Path,
-    columns: list[str],
-    categorical: set[str],
+    dtypes: dict[str, np.dtype],
     shape: ViewShape,
     ranks: Ranks,
     where: str,
@@ -112,7 +124,9 @@ def _split(
         total = sum(file_window_counts(path, file_order))
         check_enough_windows(total, ranks, f"{where}: {path.name}")
         window_range = rank_range(total, ranks)
-    windows = to_tensors(load_split(path, columns, categorical, file_order, window_range), categorical)
+    categorical = {name for name, dtype in dtypes.items() if np.issubdtype(dtype, np.integer)}
+    stored = load_split(path, list(dtypes), categorical, file_order, window_range, dtypes)
+    windows = to_tensors(stored, categorical)
     window_index, end_slot = training_views(windows, shape)
     blocks = (len(window_index),)
     if file_order == "name":

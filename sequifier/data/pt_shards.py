@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Collection
+from typing import Any
 
 import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.data.metadata import CATEGORICAL_TYPE
 from sequifier.data.safe_load import load_weights_only
-from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, materialized
 
 PT_FORMAT = "sequifier_tensor_batch"
 PT_VERSION = 5
@@ -58,12 +58,13 @@ def _check_pt_payload(payload: Any, wanted: list[str], path: Path, layouts: dict
 
 
 def windows_from_pt(
-    path: Path, wanted: list[str], categorical: Collection[str], layouts: dict[str, dict]
+    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], layouts: dict[str, dict]
 ) -> StoredWindows:
+    """The windows of one PT shard, the `wanted` columns materialized as `dtypes`."""
     payload = load_weights_only(path, "PT shard")
     _check_pt_payload(payload, wanted, path, layouts)
     sequences = payload["sequences"]
-    arrays = {c: sequences[c].numpy().astype(np.int64 if c in categorical else np.float64, copy=False) for c in wanted}
+    arrays = {c: materialized(sequences[c].numpy(), dtypes[c], str(path)) for c in wanted}
     masks = payload["metadata"]["depth_valid_masks"] if layouts else {}
     return StoredWindows(
         columns=arrays,

@@ -1,4 +1,4 @@
-"""Stored windows on disk: load a split (merged Parquet/CSV file, Parquet/PT shard folder); write merged Parquet.
+"""Loading a split of stored windows: a merged Parquet/CSV file, or a Parquet/PT shard folder read file by file.
 
 A shard folder's files are read in the order its metadata.json lists them, or by path with `file_order: name`.
 """
@@ -6,112 +6,14 @@ A shard folder's files are read in the order its metadata.json lists them, or by
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Collection, Sequence
+from typing import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-import pyarrow.csv as pv
-import pyarrow.parquet as pq
 
-from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata
 from sequifier.data.pt_shards import windows_from_pt
-from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows
-
-INPUT_COLUMN = "inputCol"
-
-
-def value_column_names(window_length: int) -> list[str]:
-    """Parquet value columns, oldest slot first: "W-1", ..., "0"."""
-    return [str(offset) for offset in range(window_length - 1, -1, -1)]
-
-
-def stored_schema(window_length: int) -> pa.Schema:
-    """Schema of the merged/sharded Parquet form."""
-    fields = [pa.field(name, pa.int64()) for name in IDENTIFIER_COLUMNS] + [pa.field(INPUT_COLUMN, pa.large_string())]
-    return pa.schema(fields + [pa.field(name, pa.float64()) for name in value_column_names(window_length)])
-
-
-def _value_columns_in(names: Sequence[str], path: Path) -> list[str]:
-    offsets = sorted((int(n) for n in names if n.isdigit()), reverse=True)
-    if not offsets or offsets != list(range(len(offsets) - 1, -1, -1)):
-        raise UserError(str(path), 'value columns "W-1" ... "0" are missing or incomplete')
-    return [str(offset) for offset in offsets]
-
-
-def _read_table(path: Path) -> pa.Table:
-    if not path.is_file():
-        raise UserError(str(path), "split file not found (run `sequifier preprocess` first?)")
-    try:
-        csv = path.suffix.lower() == ".csv"
-        table = pv.read_csv(path) if csv else pq.read_table(path, page_checksum_verification=True)
-    except (pa.ArrowException, OSError) as error:
-        raise UserError(
-            str(path), f"not a readable stored-window file ({' '.join(str(error).split())[:200]})"
-        ) from None
-    missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in table.schema.names]
-    if missing:
-        raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
-    _check_table_types(table, path)
-    return table
-
-
-def _check_table_types(table: pa.Table, path: Path) -> None:
-    """Identifiers are integers, inputCol strings, values numbers; none of them missing."""
-    if table.num_rows == 0:
-        return  # an empty CSV split has no types to check
-    for field in table.schema:
-        if field.name in IDENTIFIER_COLUMNS:
-            fits = pa.types.is_integer(field.type)
-        elif field.name == INPUT_COLUMN:
-            fits = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
-        elif field.name.isdigit():
-            fits = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
-        else:
-            continue
-        if not fits:
-            raise UserError(str(path), f"column {field.name!r} has type {field.type}, not the stored-window type")
-        if table.column(field.name).null_count:
-            raise UserError(str(path), f"column {field.name!r} has missing values")
-
-
-def _check_columns_stored(table: pa.Table, wanted: Sequence[str], path: Path) -> None:
-    if table.num_rows == 0:
-        return  # a split without windows stores no column names
-    stored = set(pc.unique(table.column(INPUT_COLUMN)).to_pylist())
-    for column in wanted:
-        if column not in stored:
-            raise UserError(column, f"column is not stored in {path}")
-
-
-def _windows_from_table(path: Path, wanted: list[str], categorical: Collection[str]) -> StoredWindows:
-    table = _read_table(path)
-    _check_columns_stored(table, wanted, path)
-    input_type = table.schema.field(INPUT_COLUMN).type
-    table = table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
-    value_names = _value_columns_in(table.schema.names, path)
-    values = (
-        np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names])
-        if table.num_rows
-        else (np.zeros((0, len(value_names)), dtype=np.float64))
-    )
-    input_col = table.column(INPUT_COLUMN)
-    rows_by_column = {column: np.flatnonzero(pc.equal(input_col, column).to_numpy()) for column in wanted}
-    reference_rows = rows_by_column[wanted[0]] if wanted else np.zeros(0, dtype=np.int64)
-    identifiers = {
-        attr: table.column(name).to_numpy().astype(np.int64)[reference_rows]
-        for name, attr in IDENTIFIER_COLUMNS.items()
-    }
-    arrays = {}
-    for column, rows in rows_by_column.items():
-        if rows.shape != reference_rows.shape:
-            counts = f"column {column!r} has {rows.size} windows, {wanted[0]!r} has {reference_rows.size}"
-            raise UserError(str(path), counts)
-        block = values[rows]
-        arrays[column] = block.astype(np.int64) if column in categorical else block.astype(np.float64, copy=False)
-    return StoredWindows(columns=arrays, **identifiers)
+from sequifier.data.stored_windows import StoredWindows, filled_windows
 
 
 def _batch_files(described: dict, file_order: str) -> list[dict]:
@@ -131,37 +33,51 @@ def file_window_counts(path: Path, file_order: str = "shuffled") -> list[int]:
 def _windows_from_folder(
     path: Path,
     wanted: list[str],
-    categorical: Collection[str],
+    dtypes: dict[str, np.dtype],
     file_order: str,
     window_range: tuple[int, int] | None,
 ) -> StoredWindows:
     """The folder's windows in reading order (or windows start ... stop - 1 of them, opening only their shards)."""
     described = read_folder_metadata(path)
+    files = _batch_files(described, file_order)
+    start, stop = window_range or (0, sum(entry["samples"] for entry in files))
+    parts = _shard_parts(path, described, files, wanted, dtypes, (start, stop))
+    return filled_windows(parts, stop - start, wanted, described["window_length"])
+
+
+def _shard_parts(
+    path: Path,
+    described: dict,
+    files: list[dict],
+    wanted: list[str],
+    dtypes: dict[str, np.dtype],
+    window_range: tuple[int, int],
+) -> Iterator[StoredWindows]:
+    """The windows in `window_range` of each shard that holds some, one shard at a time."""
     layouts = {
         name: definition
         for name, definition in (described.get("depth_layouts") or {}).items()
         if set(definition["columns"]) & set(wanted)
     }
-    files = _batch_files(described, file_order)
-    start, stop = window_range or (0, sum(entry["samples"] for entry in files))
-    parts, first = [], 0
+    start, stop = window_range
+    first = 0
     for entry in files:
         last = first + entry["samples"]
-        if last <= start or first >= stop:
-            first = last
-            continue
-        shard = path / entry["path"]
-        if shard.suffix == ".pt":
-            part = windows_from_pt(shard, wanted, categorical, layouts)
-        else:
-            part = _windows_from_table(shard, wanted, categorical)
-        if len(part) != entry["samples"]:
-            raise UserError(
-                str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
-            )
-        parts.append(part.sliced(max(start - first, 0), min(stop, last) - first))
+        if first < stop and last > start:
+            shard = path / entry["path"]
+            if shard.suffix == ".pt":
+                part = windows_from_pt(shard, wanted, dtypes, layouts)
+            else:
+                from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV shards
+
+                part = windows_from_table(shard, wanted, dtypes)
+            if len(part) != entry["samples"]:
+                raise UserError(
+                    str(shard), f"holds {len(part)} windows, but {path / 'metadata.json'} says {entry['samples']}"
+                )
+            yield part.sliced(max(start - first, 0), min(stop, last) - first)
+            del part
         first = last
-    return concat_windows(parts, wanted, described["window_length"])
 
 
 def load_split(
@@ -170,43 +86,21 @@ def load_split(
     categorical: Collection[str],
     file_order: str = "shuffled",
     window_range: tuple[int, int] | None = None,
+    dtypes: Mapping[str, np.dtype] | None = None,
 ) -> StoredWindows:
     """Load a split (merged file, or shard folder with metadata.json, its files in `file_order`), materializing only
     `columns`.
 
-    The `categorical` ones are materialized as int64 ids. `window_range` (start, stop) keeps only those
-    windows; from a shard folder only the shards that hold them are read.
+    The `categorical` ones are materialized as int64 ids, the others as float64, unless `dtypes` names another
+    dtype for a column. `window_range` (start, stop) keeps only those windows; from a shard folder only the
+    shards that hold them are read.
     """
     path = Path(path)
+    columns = list(columns)
+    chosen = {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns} | dict(dtypes or {})
     if path.is_dir():
-        return _windows_from_folder(path, list(columns), categorical, file_order, window_range)
-    windows = _windows_from_table(path, list(columns), categorical)
+        return _windows_from_folder(path, columns, chosen, file_order, window_range)
+    from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV files
+
+    windows = windows_from_table(path, columns, chosen)
     return windows.sliced(*window_range) if window_range else windows
-
-
-def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.Table:
-    """One row per (window, column), rows of a window adjacent in `column_order`."""
-    column_order = list(column_order)
-    n_columns = len(column_order)
-    n_windows = len(windows)
-    window_length = next(iter(windows.columns.values())).shape[1]
-    stacked = np.empty((n_windows, n_columns, window_length), dtype=np.float64)
-    for index, column in enumerate(column_order):
-        stacked[:, index, :] = windows.columns[column]
-    values = stacked.reshape(n_windows * n_columns, window_length)
-    data: dict[str, pa.Array] = {
-        name: pa.array(np.repeat(getattr(windows, attr).astype(np.int64, copy=False), n_columns), pa.int64())
-        for name, attr in IDENTIFIER_COLUMNS.items()
-    }
-    names = pa.array(column_order, pa.large_string())
-    data[INPUT_COLUMN] = names.take(pa.array(np.tile(np.arange(n_columns, dtype=np.int32), n_windows)))
-    for slot, name in enumerate(value_column_names(window_length)):
-        data[name] = pa.array(np.ascontiguousarray(values[:, slot]), pa.float64())
-    return pa.table(data, schema=stored_schema(window_length))
-
-
-def write_split_parquet(path: Path, windows: StoredWindows, column_order: Sequence[str]) -> None:
-    """Write one split as merged Parquet, atomically."""
-    table = windows_to_table(windows, column_order)
-    with atomic_path(path) as temporary:
-        pq.write_table(table, temporary)

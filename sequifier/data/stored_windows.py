@@ -1,12 +1,18 @@
-"""StoredWindows: the windows of one split as arrays, as every stored form (Parquet, CSV, pt shards) loads them."""
+"""StoredWindows: the windows of one split as arrays, as every stored form (Parquet, CSV, pt shards) loads them.
+
+A split read from several files is copied file by file into arrays allocated once (`filled_windows`), so
+loading never holds the files' arrays and their concatenation at the same time.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
+
+from sequifier.config.errors import UserError
 
 # Parquet identifier column -> StoredWindows attribute (also the PT payload key).
 IDENTIFIER_COLUMNS = {
@@ -60,4 +66,47 @@ def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], windo
     masks = {layout: np.concatenate([p.depth_masks[layout] for p in parts]) for layout in parts[0].depth_masks}
     return StoredWindows(
         {c: np.concatenate([p.columns[c] for p in parts]) for c in columns}, **identifiers, depth_masks=masks
+    )
+
+
+def materialized(values: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
+    """`values` as `dtype` (the same array when it already is); ids that a narrower integer dtype cannot hold are
+    refused rather than wrapped."""
+    if values.dtype == dtype:
+        return values
+    if np.issubdtype(dtype, np.integer) and values.size:
+        limits = np.iinfo(dtype)
+        smallest, largest = values.min(), values.max()
+        if smallest < limits.min or largest > limits.max:
+            raise UserError(where, f"ids {smallest} ... {largest} do not fit the vocabulary's id type {dtype}")
+    return values.astype(dtype)
+
+
+def filled_windows(
+    parts: Iterator[StoredWindows], total: int, columns: Sequence[str], window_length: int
+) -> StoredWindows:
+    """The `total` windows of `parts` in order, each part copied into arrays allocated on the first one and
+    dropped before the next is read."""
+    filled, first = None, 0
+    for part in parts:
+        if filled is None:
+            filled = _allocated_like(part, total)
+        stop = first + len(part)
+        for name, values in part.columns.items():
+            filled.columns[name][first:stop] = values
+        for attr in IDENTIFIER_COLUMNS.values():
+            getattr(filled, attr)[first:stop] = getattr(part, attr)
+        for layout, mask in part.depth_masks.items():
+            filled.depth_masks[layout][first:stop] = mask
+        first = stop
+        del part
+    return filled if filled is not None else concat_windows([], columns, window_length)
+
+
+def _allocated_like(part: StoredWindows, total: int) -> StoredWindows:
+    """Uninitialized arrays for `total` windows, of `part`'s dtypes and per-window shapes."""
+    return StoredWindows(
+        columns={name: np.empty((total, *v.shape[1:]), v.dtype) for name, v in part.columns.items()},
+        **{attr: np.empty(total, np.int64) for attr in IDENTIFIER_COLUMNS.values()},
+        depth_masks={layout: np.empty((total, *m.shape[1:]), m.dtype) for layout, m in part.depth_masks.items()},
     )

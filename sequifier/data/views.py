@@ -4,6 +4,8 @@ A view with context C and target offset k ending at slot e reads input slots [e-
 predicts target slots [e-C, e): every position the decoder produces is a target. A target counts
 when it lies outside left padding, inside the window's split bounds, and its sample is not a
 rank-padding repeat.
+
+Categorical ids may rest in a narrower integer dtype than the model takes; gathering widens them to int64.
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ class WindowTensors:
 
 
 def to_tensors(stored: StoredWindows, categorical: set[str]) -> WindowTensors:
-    """Categorical ids as int64, reals as float32; target bounds as slot indices."""
+    """Categorical ids in their stored integer dtype (shared, not copied), reals as float32; target bounds as
+    slot indices."""
     columns = {
-        name: torch.from_numpy(values.astype(np.int64) if name in categorical else values.astype(np.float32))
+        name: torch.from_numpy(values if name in categorical else values.astype(np.float32, copy=False))
         for name, values in stored.columns.items()
     }
     start = stored.start_item_positions
@@ -92,6 +95,11 @@ def training_views(windows: WindowTensors, shape: ViewShape) -> tuple[Tensor, Te
     return window_index[has_target], end_slot[has_target]
 
 
+def widened(values: Tensor) -> Tensor:
+    """Ids as the int64 the model and losses take; reals as they are."""
+    return values if values.is_floating_point() else values.long()
+
+
 @dataclass(frozen=True)
 class Batch:
     """Inputs [B, C] ([B, C, capacity] for deep columns and the depth masks, named by `depth_mask_input`);
@@ -123,12 +131,12 @@ def gather_batch(
     if sample_valid is not None:
         valid &= sample_valid[:, None]
     padding = (windows.left_pad_lengths[window_index] - input_start).clamp(min=0)
-    inputs = {c: windows.columns[c][rows, input_slots] for c in input_columns}
+    inputs = {c: widened(windows.columns[c][rows, input_slots]) for c in input_columns}
     inputs.update({depth_mask_input(layout): mask[rows, input_slots] for layout, mask in windows.depth_masks.items()})
     return Batch(
         inputs=inputs,
-        targets={c: windows.columns[c][rows, target_slots] for c in target_columns},
-        persistence={c: windows.columns[c][rows, target_slots - shape.target_offset] for c in target_columns},
+        targets={c: widened(windows.columns[c][rows, target_slots]) for c in target_columns},
+        persistence={c: widened(windows.columns[c][rows, target_slots - shape.target_offset]) for c in target_columns},
         target_valid=valid,
         left_pad_lengths=padding if bool(padding.any()) else None,
     )

@@ -12,7 +12,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.data.pt_shards import pt_payload
-from sequifier.data.stored import stored_schema, windows_to_table
+from sequifier.data.stored_tables import stored_schema, windows_to_table
 from sequifier.data.stored_windows import StoredWindows
 
 

@@ -12,7 +12,7 @@ import torch
 from torch import Tensor
 
 from sequifier.data.datasets import PartData
-from sequifier.data.views import WindowTensors
+from sequifier.data.views import WindowTensors, widened
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.model.network import SequifierNetwork
 
@@ -42,7 +42,7 @@ def in_split_values(windows: WindowTensors, column: str) -> Tensor:
     """The values of `column` at every slot that holds an item of the window's split."""
     slots = torch.arange(windows.width)[None, :]
     inside = (slots >= windows.first_target_slot[:, None]) & (slots < windows.end_target_slot[:, None])
-    return windows.columns[column][inside]
+    return widened(windows.columns[column][inside])
 
 
 def class_counts(ids: Tensor, class_ids: Tensor) -> Tensor:

@@ -9,7 +9,8 @@ import pytest
 from infer_helpers import BUNDLE, DROPOUT, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
 
 from sequifier.config.errors import UserError
-from sequifier.data.stored import load_split, write_split_parquet
+from sequifier.data.stored import load_split
+from sequifier.data.stored_tables import write_split_parquet
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.codec import encode_values
 

@@ -10,7 +10,8 @@ import pytest
 from conftest import REFERENCE_DIR
 from infer_helpers import BUNDLE, EMBEDDING, GENERATIVE, SPLIT, export_all, infer, outputs
 
-from sequifier.data.stored import load_split, write_split_parquet
+from sequifier.data.stored import load_split
+from sequifier.data.stored_tables import write_split_parquet
 from sequifier.data.stored_windows import StoredWindows
 
 EXPECTED_ROWS = REFERENCE_DIR / "expected-infer-rows"

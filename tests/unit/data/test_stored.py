@@ -18,7 +18,8 @@ from reference_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_
 from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import read_metadata
-from sequifier.data.stored import load_split, write_split_parquet
+from sequifier.data.stored import load_split
+from sequifier.data.stored_tables import write_split_parquet
 from sequifier.data.stored_windows import StoredWindows
 
 METADATA = read_metadata(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")

@@ -13,6 +13,7 @@ from conftest import tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.data.stored import load_split
+from sequifier.data.views import widened
 from sequifier.training.engine import Trainer
 
 
@@ -39,7 +40,7 @@ def test_batch_loss_is_the_mean_of_per_position_losses_over_counted_positions(re
     for window, end in zip(windows, ends):
         for name in inputs:
             inputs[name].append(part.train.windows.columns[name][window, end - 1 - context : end - 1])
-    inputs = {name: torch.stack(rows) for name, rows in inputs.items()}
+    inputs = {name: widened(torch.stack(rows)) for name, rows in inputs.items()}
     padding = (
         torch.tensor([int(raw.left_pad_lengths[w]) for w in windows]) - (torch.tensor(ends) - 1 - context)
     ).clamp(min=0)
