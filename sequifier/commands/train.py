@@ -8,6 +8,9 @@ Every job of the command (one, or each combination of a `-m` sweep) is composed,
 resolved before any job starts. A job that Hydra runs in this process receives the RunSpec
 prepared for it; a job that a launcher runs in another process rebuilds it once from the config
 Hydra composed for it.
+
+Torch and the engine load only once a valid config is checked against this machine, so `--help`, `--cfg` and
+config errors stay fast.
 """
 
 from __future__ import annotations
@@ -45,9 +48,8 @@ from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.launch import hydra_settings_of_this_rank, launch, this_rank
+from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank
 from sequifier.distributed.submitit_task import in_submitit_job, requeue_after_stop
-from sequifier.training.capabilities import check_supported
 from sequifier.training.profile import PROFILE, timed
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 from sequifier.training.summary import run_summary
@@ -108,13 +110,20 @@ def prepare(entry: TrainEntry, combination: list[str], overrides: Overrides, res
     try:
         config = canonical_config(compose_entry(entry, combination))
         if resolve_metadata and not config.skip_metadata:
-            check_supported(config)
-            PREPARED[tuple(combination)] = resolve(config, run_dir=Path("."))
+            PREPARED[tuple(combination)] = supported_spec(config, run_dir=Path("."))
         return config
     except UserError as error:
         if len(overrides.combinations) > 1:
             error.args = (f"{error} (job with overrides {' '.join(combination)})",)
         raise
+
+
+def supported_spec(config: TrainConfig, run_dir: Path) -> RunSpec:
+    """The RunSpec of a valid config that this machine can run (checking that imports torch)."""
+    from sequifier.training.capabilities import check_supported
+
+    check_supported(config)
+    return resolve(config, run_dir=run_dir)
 
 
 def train_task(cfg: DictConfig) -> dict[str, Any]:
@@ -128,6 +137,8 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
         "model_name": name,
     }
     try:
+        from sequifier.distributed.launch import launch  # torch and the engine
+
         started = time.perf_counter()
         outcome = launch(job_spec(cfg, job, name))
         if outcome.log_folders:  # rank 0 (other ranks of a torchrun job write and print nothing)
@@ -167,7 +178,5 @@ def job_spec(cfg: DictConfig, job: HydraJob, model_name: str) -> RunSpec:
     """The prepared RunSpec of this job, or (in another process, or with --skip-metadata) one resolved now."""
     spec = PREPARED.get(job.overrides)
     if spec is None:
-        config = canonical_config(OmegaConf.to_container(cfg, resolve=True))
-        check_supported(config)
-        spec = resolve(config, run_dir=job.run_dir)
+        spec = supported_spec(canonical_config(OmegaConf.to_container(cfg, resolve=True)), run_dir=job.run_dir)
     return replace(spec, run_dir=job.run_dir, model_name=model_name, config=replace(spec.config, model_name=model_name))

@@ -16,10 +16,8 @@ import logging
 import os
 import socket
 import sys
-import tempfile
 from dataclasses import replace
 from datetime import timedelta
-from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -27,6 +25,7 @@ import torch.multiprocessing as mp
 
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import RunSpec
+from sequifier.distributed.environment import TORCHRUN_VARIABLES
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
@@ -35,7 +34,6 @@ from sequifier.training.result import TrainResult
 from sequifier.training.stop import StopRequested
 
 logger = logging.getLogger("sequifier")
-TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 # A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
 COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 
@@ -55,20 +53,6 @@ def launch(spec: RunSpec) -> TrainResult:
     if under_torchrun:
         return _attached(spec)
     return _spawned(spec)
-
-
-def this_rank() -> int:
-    """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0."""
-    return int(os.environ.get("RANK", "0"))
-
-
-def hydra_settings_of_this_rank() -> tuple[str, ...]:
-    """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree."""
-    rank = os.environ.get("RANK", "0")
-    if rank == "0" or not all(name in os.environ for name in TORCHRUN_VARIABLES):
-        return ()
-    elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
-    return ("hydra.output_subdir=null", f"hydra.run.dir={elsewhere}", "hydra/job_logging=stdout")
 
 
 def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sequifier.config.errors import UserError
-from sequifier.training.reporting import FILES
+from sequifier.training.metrics import FILES
 
 SPLITS = dict(zip(("training", "validation"), FILES))
 

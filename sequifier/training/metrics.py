@@ -6,6 +6,8 @@ import csv
 import logging
 from pathlib import Path
 
+FILES = ("training-metrics.csv", "validation-metrics.csv")  # per dataset, in logs/<model>/
+
 METRIC_FIELDS = (
     "run_id",
     "phase",

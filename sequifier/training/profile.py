@@ -15,9 +15,10 @@ import functools
 import os
 import time
 from contextlib import contextmanager
-from typing import Any, Callable, Iterator, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, Iterator, TypeVar
 
-import torch
+if TYPE_CHECKING:
+    import torch
 
 ENVIRONMENT = "SEQUIFIER_PROFILE"
 PHASES = (
@@ -103,6 +104,8 @@ class PhaseRecorder:
         started = self.clock()
         result = work(*args)
         if self.enabled and device.type == "cuda":
+            import torch
+
             torch.cuda.synchronize(device)
             self.synchronized = True
         self.step_seconds[part] += self.clock() - started

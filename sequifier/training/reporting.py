@@ -9,11 +9,10 @@ from pathlib import Path
 from sequifier.config.resolve import RunSpec
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.losses import TargetLosses
-from sequifier.training.metrics import CLASS_SHARE_FIELDS, MetricsFile, attach_log_file
+from sequifier.training.metrics import CLASS_SHARE_FIELDS, FILES, MetricsFile, attach_log_file
 from sequifier.training.tensorboard import mirrored
 
 logger = logging.getLogger("sequifier")
-FILES = ("training-metrics.csv", "validation-metrics.csv")
 CLASS_SHARES = "validation-class-shares.csv"
 
 

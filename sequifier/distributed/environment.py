@@ -1,0 +1,24 @@
+"""What a process learns from the environment its launcher set: its rank under torchrun, and the Hydra settings
+that keep ranks other than 0 out of the project tree. No torch here: the command reads these before training."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+
+
+def this_rank() -> int:
+    """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0."""
+    return int(os.environ.get("RANK", "0"))
+
+
+def hydra_settings_of_this_rank() -> tuple[str, ...]:
+    """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree."""
+    rank = os.environ.get("RANK", "0")
+    if rank == "0" or not all(name in os.environ for name in TORCHRUN_VARIABLES):
+        return ()
+    elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
+    return ("hydra.output_subdir=null", f"hydra.run.dir={elsewhere}", "hydra/job_logging=stdout")
