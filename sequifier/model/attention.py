@@ -55,14 +55,13 @@ class SelfAttention(nn.Module):
     def forward(self, x: Tensor, mask: Tensor | None, queries: int | None = None) -> Tensor:
         """Attention of every position, or of the last `queries` positions only (over all keys; needs `mask`)."""
         batch, length, _ = x.shape
-        q_width = self.n_heads * self.head_dim
-        kv_width = self.n_kv_heads * self.head_dim
-        q, k, v = self.qkv(x).split((q_width, kv_width, kv_width), dim=-1)
-        q = q.view(batch, length, self.n_heads, self.head_dim).transpose(1, 2)
-        k = k.view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
-        v = v.view(batch, length, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        heads, kv_heads = self.n_heads, self.n_kv_heads
+        qkv = self.qkv(x).view(batch, length, heads + 2 * kv_heads, self.head_dim)
+        qk, v = qkv[:, :, : heads + kv_heads], qkv[:, :, heads + kv_heads :]
         if self.rotary is not None:
-            q, k = self.rotary(q), self.rotary(k)
+            qk = self.rotary(qk)  # queries and keys in one pass, in the projection's layout
+        q, k = (t.transpose(1, 2) for t in qk.split((heads, kv_heads), dim=2))
+        v = v.transpose(1, 2)
         if queries is not None:
             q, mask = q[:, :, length - queries :], mask[:, :, length - queries :]
         if self.n_kv_heads != self.n_heads:
@@ -75,4 +74,4 @@ class SelfAttention(nn.Module):
             attended = F.scaled_dot_product_attention(
                 q, k, v, attn_mask=mask, is_causal=mask is None, dropout_p=self.dropout if self.training else 0.0
             )
-        return self.output(attended.transpose(1, 2).reshape(batch, q.shape[2], q_width))
+        return self.output(attended.transpose(1, 2).reshape(batch, q.shape[2], heads * self.head_dim))

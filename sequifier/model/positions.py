@@ -41,9 +41,9 @@ class RotaryEmbedding(nn.Module):
         self.register_buffer("sin", angles.sin().float(), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
-        """x: [batch, heads, time, head_dim] -> the same shape, rotated."""
-        length = x.shape[-2]
-        cos, sin = self.cos[:length], self.sin[:length]
+        """x: [batch, time, heads, head_dim] -> the same shape, rotated."""
+        length = x.shape[1]
+        cos, sin = self.cos[:length, None], self.sin[:length, None]
         first, second = x.chunk(2, dim=-1)
         return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
 

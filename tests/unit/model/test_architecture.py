@@ -55,9 +55,9 @@ def test_attention_parameter_counts(kind, kv_heads, qkv_rows):
 def test_rotary_scores_depend_only_on_relative_position():
     rotary = RotaryEmbedding(8, 32, 10000.0)
     q, k = torch.randn(8), torch.randn(8)
-    rows = torch.stack([q] * 32)[None, None]
-    cols = torch.stack([k] * 32)[None, None]
-    rq, rk = rotary(rows)[0, 0], rotary(cols)[0, 0]
+    rows = torch.stack([q] * 32)[None, :, None]  # [batch, time, heads, head_dim]
+    cols = torch.stack([k] * 32)[None, :, None]
+    rq, rk = rotary(rows)[0, :, 0], rotary(cols)[0, :, 0]
     assert torch.allclose(rq[3] @ rk[1], rq[13] @ rk[11], atol=1e-5)
     assert torch.allclose(rq[7] @ rk[7], rq[20] @ rk[20], atol=1e-5)
     assert not torch.allclose(rq[3] @ rk[1], rq[3] @ rk[2], atol=1e-3)
