@@ -1,17 +1,19 @@
-"""Dropout for CPU training: masks drawn 16 bits per element from torch's generator, kept as bytes for backward.
+"""Dropout for CPU training: masks drawn 16 bits per element, kept as bytes for the backward pass.
 
 torch's CPU dropout draws a Bernoulli sample per element, which costs several times more than the rest of
-a dropout. Here one 64-bit draw decides four elements: an element is dropped when its 16-bit lane is below
+a dropout. Here one 64-bit word decides four elements: an element is dropped when its 16-bit lane is below
 round(p * 65536), and kept ones are scaled by 65536 / (65536 - that threshold), the exact inverse of the keep
-rate, so expectations are preserved. The draws come from torch's default generator, so seeds, checkpoints and
-resumes govern them as they govern any other dropout. On other devices, under ONNX export (whose graph needs
-Dropout nodes) and under torch.compile (which fuses its own), torch's dropout runs.
+rate, so expectations are preserved. The words come from numpy's SFC64 generator, three times as fast as
+torch's CPU generator, seeded by one draw from torch's default generator per mask: seeds, checkpoints and
+resumes govern the masks as they govern any other dropout. On other devices, under ONNX export (whose graph
+needs Dropout nodes) and under torch.compile (which fuses its own), torch's dropout runs.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -32,10 +34,15 @@ def uses_byte_masks(x: Tensor, p: float, training: bool) -> bool:
 def keep_mask(shape: tuple[int, ...], p: float) -> tuple[Tensor, float]:
     """A uint8 tensor of `shape`, 1 where an element is kept, and the scale of kept elements."""
     count = math.prod(shape)
-    words = torch.empty((count + 3) // 4, dtype=torch.int64).random_(-(1 << 63), None)  # all 64 bits uniform
-    lanes = words.view(torch.int16)[:count].view(shape)
+    lanes = random_words((count + 3) // 4).view(torch.int16)[:count].view(shape)
     dropped = round(p * LEVELS)
     return (lanes >= dropped - LEVELS // 2).view(torch.uint8), LEVELS / (LEVELS - dropped)
+
+
+def random_words(count: int) -> torch.Tensor:
+    """`count` uniform 64-bit words from a stream seeded by the next draw of torch's default generator."""
+    seed = int(torch.empty((), dtype=torch.int64).random_(-(1 << 63), None)) % (1 << 64)
+    return torch.from_numpy(np.random.SFC64(seed).random_raw(count).view(np.int64))
 
 
 class _Masked(torch.autograd.Function):

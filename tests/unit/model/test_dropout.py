@@ -7,17 +7,26 @@ import torch
 import torch.nn.functional as F
 
 from sequifier.model.attention import attention_mask
-from sequifier.model.dropout import Dropout, keep_mask
+from sequifier.model.dropout import Dropout, keep_mask, random_words
 from sequifier.model.dropped_attention import dropped_attention
 
 
 def test_every_lane_of_the_draws_is_uniform():
     torch.manual_seed(0)
-    words = torch.empty(200_000, dtype=torch.int64).random_(-(1 << 63), None)
-    lanes = words.view(torch.int16).view(-1, 4).float()
+    lanes = random_words(200_000).view(torch.int16).view(-1, 4).float()
     for lane in lanes.T:
         assert abs(float((lane < 0).float().mean()) - 0.5) < 0.01
         assert abs(float(lane.mean())) < 400  # the mean of a uniform 16-bit lane is -0.5, its sd ~18,900
+
+
+def test_masks_follow_torch_seed_and_advance_its_generator():
+    torch.manual_seed(4)
+    first, _ = keep_mask((64, 64), 0.3)
+    second, _ = keep_mask((64, 64), 0.3)
+    torch.manual_seed(4)
+    again, _ = keep_mask((64, 64), 0.3)
+    assert torch.equal(first, again)
+    assert not torch.equal(first, second)
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])
