@@ -4,7 +4,8 @@ torch's CPU attention kernels have no dropout; with dropout it falls back to a m
 scores, the weights and a float mask of every head in memory and passes over them many times. Here a block
 of heads at a time is computed while its [T, T] weights are in cache, the dropout mask is kept as bytes
 (model/dropout.py), and the backward pass recomputes the weights from queries and keys, as flash attention
-does. Results equal softmax(q k^T / sqrt(d) + mask) * keep * scale @ v.
+does. Results equal softmax(q k^T / sqrt(d) + mask) * keep * scale @ v, computed in float32 whatever the
+inputs' dtypes (bf16 layers, autocast) and returned in the queries' dtype.
 """
 
 from __future__ import annotations
@@ -45,41 +46,52 @@ class _DroppedAttention(torch.autograd.Function):
     def forward(ctx, q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
         batch, heads, q_length, width = q.shape
         k_length = k.shape[2]
-        qf, kf, vf = (x.reshape(batch * heads, -1, width) for x in (q, k, v))
+        qf, kf, vf = (x.reshape(batch * heads, -1, width).float() for x in (q, k, v))
+        mask = mask.float() if mask is not None else None
         keep, keep_scale = keep_mask((batch * heads, q_length, k_length), p)
         scale = width**-0.5
         out = torch.empty_like(qf)
         causal = _bias(None, (0, 0), heads, q_length, k_length) if mask is None else None
-        for rows in _blocks(batch, heads):
-            bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-            weights = _weights(qf[slice(*rows)], kf[slice(*rows)], bias, scale)
-            torch.bmm(weights.mul_(keep[slice(*rows)]), vf[slice(*rows)], out=out[slice(*rows)])
+        with torch.autocast(q.device.type, enabled=False):
+            for rows in _blocks(batch, heads):
+                bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
+                weights = _weights(qf[slice(*rows)], kf[slice(*rows)], bias, scale)
+                torch.bmm(weights.mul_(keep[slice(*rows)]), vf[slice(*rows)], out=out[slice(*rows)])
         out.mul_(keep_scale)
         ctx.save_for_backward(qf, kf, vf, keep, out, mask)
         ctx.scales = (scale, keep_scale)
         ctx.shape = (batch, heads, q_length, k_length, width)
-        return out.view(batch, heads, q_length, width)
+        ctx.dtypes = (q.dtype, k.dtype, v.dtype)
+        return out.view(batch, heads, q_length, width).to(q.dtype)
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor, None, None]:
         qf, kf, vf, keep, out, mask = ctx.saved_tensors
         scale, keep_scale = ctx.scales
         batch, heads, q_length, k_length, width = ctx.shape
-        grad_out = grad.reshape(batch * heads, q_length, width)
+        grad_out = grad.reshape(batch * heads, q_length, width).float()
         # sum_j dW_ij W_ij of the softmax backward equals the row's grad_out . out, without a [T, T] pass
         row_dot = (grad_out * out).sum(-1, keepdim=True)
         grad_out = grad_out * keep_scale
         dq, dk, dv = torch.empty_like(qf), torch.empty_like(kf), torch.empty_like(vf)
         causal = _bias(None, (0, 0), heads, q_length, k_length) if mask is None else None
-        for rows in _blocks(batch, heads):
-            block = slice(*rows)
-            bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-            weights = _weights(qf[block], kf[block], bias, scale)
-            kept = keep[block]
-            torch.bmm((weights * kept).transpose(1, 2), grad_out[block], out=dv[block])
-            scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2)).mul_(kept)
-            scores_grad.sub_(row_dot[block]).mul_(weights)
-            torch.bmm(scores_grad, kf[block], out=dq[block])
-            torch.bmm(scores_grad.transpose(1, 2), qf[block], out=dk[block])
+        with torch.autocast(grad.device.type, enabled=False):
+            for rows in _blocks(batch, heads):
+                block = slice(*rows)
+                bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
+                weights = _weights(qf[block], kf[block], bias, scale)
+                kept = keep[block]
+                torch.bmm((weights * kept).transpose(1, 2), grad_out[block], out=dv[block])
+                scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2)).mul_(kept)
+                scores_grad.sub_(row_dot[block]).mul_(weights)
+                torch.bmm(scores_grad, kf[block], out=dq[block])
+                torch.bmm(scores_grad.transpose(1, 2), qf[block], out=dk[block])
         shape = (batch, heads, -1, width)
-        return dq.mul_(scale).view(shape), dk.mul_(scale).view(shape), dv.view(shape), None, None
+        q_dtype, k_dtype, v_dtype = ctx.dtypes
+        return (
+            dq.mul_(scale).view(shape).to(q_dtype),
+            dk.mul_(scale).view(shape).to(k_dtype),
+            dv.view(shape).to(v_dtype),
+            None,
+            None,
+        )

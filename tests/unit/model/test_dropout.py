@@ -96,3 +96,21 @@ def test_dropped_attention_without_drops_equals_torch_attention():
     ours = dropped_attention(q, k, v, None, 1e-9)
     theirs = F.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert torch.allclose(ours, theirs, atol=1e-6)
+
+
+def test_dropped_attention_computes_in_float32_for_bf16_inputs_and_under_autocast():
+    torch.manual_seed(13)
+    q, k, v = (torch.randn(3, 2, 10, 8) for _ in range(3))
+    torch.manual_seed(17)
+    expected = dropped_attention(q, k, v, None, 0.2)
+    low = [t.bfloat16().requires_grad_() for t in (q, k, v)]
+    torch.manual_seed(17)
+    out = dropped_attention(*low, None, 0.2)
+    assert out.dtype == torch.bfloat16
+    assert torch.allclose(out.float(), expected, atol=0.05)
+    out.float().sum().backward()
+    assert all(t.grad.dtype == torch.bfloat16 for t in low)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        torch.manual_seed(17)
+        mixed = dropped_attention(low[0], k, v, attention_mask(torch.tensor([0, 2, 5]), 10, torch.float32), 0.2)
+    assert mixed.dtype == torch.bfloat16
