@@ -57,7 +57,7 @@ class SelfAttention(nn.Module):
         batch, length, _ = x.shape
         heads, kv_heads = self.n_heads, self.n_kv_heads
         qkv = self.qkv(x).view(batch, length, heads + 2 * kv_heads, self.head_dim)
-        qk, v = qkv[:, :, : heads + kv_heads], qkv[:, :, heads + kv_heads :]
+        qk, v = qkv.split((heads + kv_heads, kv_heads), dim=2)  # one concatenation in backward, not two fills
         if self.rotary is not None:
             qk = self.rotary(qk)  # queries and keys in one pass, in the projection's layout
         q, k = (t.transpose(1, 2) for t in qk.split((heads, kv_heads), dim=2))
