@@ -1,7 +1,5 @@
 """`python -m sequifier` runs the command-line interface."""
 
-import sys
+from sequifier.cli import entry
 
-from sequifier.cli import main
-
-sys.exit(main())
+entry()

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from sequifier.config.errors import UserError
+from sequifier.fast_exit import run_and_leave
 from sequifier.progress import set_quiet
 
 DESCRIPTION = "Train transformer models on tabular event sequences: make -> preprocess -> train -> infer."
@@ -126,5 +127,10 @@ def main(argv: list[str] | None = None) -> int:
         return error.exit_code
 
 
+def entry() -> None:
+    """The console script and `python -m sequifier`: `main`, then an exit without the interpreter's teardown."""
+    run_and_leave(main)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

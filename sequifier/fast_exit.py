@@ -1,0 +1,44 @@
+"""Ending the `sequifier` process without the interpreter's teardown, once all that teardown would do for us is done.
+
+With torch loaded, a normal exit spends about a second freeing every module and running the C++ libraries'
+static destructors; nothing of that reaches a file. Before leaving, non-daemon threads are joined and the
+atexit handlers run (logging flushes its handlers there), then stdout and stderr are flushed, as a normal
+exit would. An exception that escapes the command still takes the normal way out, with its traceback.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+from typing import Callable, NoReturn
+
+
+def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
+    try:
+        status = main()
+    except SystemExit as stop:
+        status = stop.code
+    leave(status)
+
+
+def leave(status: object) -> NoReturn:
+    """Exit as `sys.exit(status)` would: None is 0, an int is the code, anything else is printed and gives 1."""
+    if status is None:
+        code = 0
+    elif isinstance(status, int):
+        code = status
+    else:
+        print(status, file=sys.stderr)
+        code = 1
+    for thread in threading.enumerate():
+        if thread is not threading.current_thread() and not thread.daemon:
+            thread.join()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            code = code or 120  # the code Python gives when it cannot flush stdout at exit
+    os._exit(code)

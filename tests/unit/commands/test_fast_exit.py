@@ -1,0 +1,74 @@
+"""The CLI's exit skips the interpreter's teardown but keeps what a normal exit guarantees."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+SCRIPT = """
+import atexit, sys, threading, time
+from pathlib import Path
+from sequifier.fast_exit import run_and_leave
+
+folder = Path(sys.argv[1])
+
+def late_writer():
+    time.sleep(0.5)
+    (folder / "thread.txt").write_text("done")
+
+def main():
+    atexit.register(lambda: (folder / "atexit.txt").write_text("ran"))
+    threading.Thread(target=late_writer).start()
+    for line in range(50_000):
+        print(f"line {line}")
+    {ending}
+
+run_and_leave(main)
+"""
+
+
+def _run(tmp_path: Path, ending: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT).replace("{ending}", ending))
+    return subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(
+    ("ending", "code", "message"),
+    [
+        ("return 3", 3, ""),
+        ("return None", 0, ""),
+        ("sys.exit(2)", 2, ""),
+        ("sys.exit('no such file')", 1, "no such file"),
+    ],
+)
+def test_exit_keeps_the_code_the_output_the_threads_and_atexit(tmp_path, ending, code, message):
+    done = _run(tmp_path, ending)
+    assert done.returncode == code
+    lines = done.stdout.splitlines()
+    assert len(lines) == 50_000 and lines[-1] == "line 49999"
+    assert message in done.stderr
+    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_an_escaping_exception_exits_normally_with_its_traceback(tmp_path):
+    done = _run(tmp_path, "raise RuntimeError('unexpected')")
+    assert done.returncode == 1
+    assert "Traceback" in done.stderr and "RuntimeError: unexpected" in done.stderr
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_the_command_line_exits_with_the_commands_code(tmp_path):
+    done = subprocess.run(
+        [sys.executable, "-m", "sequifier", "train", "--config-path", str(tmp_path / "missing.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "missing.yaml" in done.stderr and "Traceback" not in done.stderr
