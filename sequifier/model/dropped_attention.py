@@ -80,7 +80,7 @@ class _DroppedAttention(torch.autograd.Function):
                 block = slice(*rows)
                 bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
                 weights = _weights(qf[block], kf[block], bias, scale)
-                kept = keep[block]
+                kept = keep[block].to(weights.dtype)
                 torch.bmm((weights * kept).transpose(1, 2), grad_out[block], out=dv[block])
                 scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2)).mul_(kept)
                 scores_grad.sub_(row_dot[block]).mul_(weights)
