@@ -24,6 +24,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import compare_reference
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -90,59 +91,18 @@ def preprocess_config() -> dict:
 
 
 def train_config(epochs: int, dropout: float) -> dict:
-    """Fields that mean the same in both tools; the reference's own defaults differ in scheduler and compile."""
-    return {
-        "project_root": ".",
-        "model_name": "speed",
-        "device": "cpu",
-        "seed": 0,
-        "global_training": {
-            "read_format": "pt",
-            "training_objective": "causal",
-            "context_length": CONTEXT,
-            "target_offset": 1,
-            "batch_size": 64,
-            "inference_batch_size": 64,
-            "learning_rate": 0.001,
-            "optimizer": {"name": "AdamW", "weight_decay": 0.01},
-            "scheduler": {"name": "StepLR", "step_size": 1, "gamma": 0.99},
-            "scheduler_step_on": "epoch",
-            "torch_compile": "none",
-        },
-        "model": {
-            "backbone": {
-                "architecture": {
-                    "dim_model": 128,
-                    "max_context_length": CONTEXT,
-                    "num_layers": 2,
-                    "attention": {"type": "mha", "n_heads": 8, "n_kv_heads": 8, "output_projection": True},
-                    "feed_forward": {"dim": 512, "activation": "swiglu"},
-                    "normalization": {"type": "rmsnorm", "norm_first": True},
-                    "position_encoding": {"type": "rope", "theta": 10000},
-                    "dropout": dropout,
-                    "shared_layer_groups": [],
-                }
-            },
-            "interface": {
-                "input_columns": ["event", "amount"],
-                "target_columns": ["event"],
-                "ingestion": {
-                    "type": "embedding",
-                    "output_dim": 128,
-                    "feature_embedding_dims": {"event": 96, "amount": 32},
-                },
-                "decoder": {"type": "linear", "prediction_length": CONTEXT, "support": 1},
-            },
-        },
-        "dataset": {
-            "part": {"metadata_config_path": "configs/metadata_configs/events.json"},
-            "criterion": {"event": "CrossEntropyLoss"},
-        },
-        "training_plan": {"epochs": epochs},
-        "evaluation": True,
-        "export_onnx": True,
-        "export_pt": False,
-    }
+    """compare_reference's config (fields that mean the same in both tools), grown to the seed-shaped model on pt."""
+    config = compare_reference.train_config(CONTEXT, CONTEXT, epochs, seed=0)
+    config["model_name"] = "speed"
+    config["global_training"].update(read_format="pt", batch_size=64, learning_rate=0.001)
+    config["model"]["backbone"]["architecture"].update(
+        dim_model=128,
+        attention={"type": "mha", "n_heads": 8, "n_kv_heads": 8, "output_projection": True},
+        feed_forward={"dim": 512, "activation": "swiglu"},
+        dropout=dropout,
+    )
+    config["model"]["interface"]["ingestion"].update(output_dim=128, feature_embedding_dims={"event": 96, "amount": 32})
+    return config
 
 
 def write_yaml(path: Path, config: dict) -> None:
