@@ -9,6 +9,7 @@ from torch import Tensor, nn
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.attention import SelfAttention
 from sequifier.model.dropout import Dropout
+from sequifier.model.gated_feed_forward import GATES, gated_down
 from sequifier.model.parameters import tag
 from sequifier.model.positions import RotaryEmbedding
 
@@ -29,7 +30,6 @@ def make_norm(kind: str, dim: int) -> nn.Module:
     return tag(RMSNorm(dim) if kind == "rmsnorm" else nn.LayerNorm(dim), "normalization")
 
 
-GATED = {"swiglu": F.silu, "geglu": F.gelu}
 PLAIN = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu}
 
 
@@ -38,15 +38,14 @@ class FeedForward(nn.Module):
 
     def __init__(self, dim: int, hidden: int, activation: str):
         super().__init__()
-        self.gated = activation in GATED
-        self.activation = GATED.get(activation) or PLAIN[activation]
-        self.up = tag(nn.Linear(dim, 2 * hidden if self.gated else hidden), "feed_forward.up")
+        self.gate = GATES.get(activation)
+        self.activation = None if self.gate else PLAIN[activation]
+        self.up = tag(nn.Linear(dim, 2 * hidden if self.gate else hidden), "feed_forward.up")
         self.down = tag(nn.Linear(hidden, dim), "feed_forward.down")
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.gated:
-            gate, value = self.up(x).chunk(2, dim=-1)
-            return self.down(self.activation(gate) * value)
+        if self.gate:
+            return gated_down(self.up(x), self.down, self.gate)
         return self.down(self.activation(self.up(x)))
 
 

@@ -38,7 +38,7 @@ def test_guide_model_builds_as_described(example: str, interface: str):
     layer = backbone.layers[0]
     assert layer.attention.n_heads == 8 and layer.attention.n_kv_heads == 8
     assert layer.attention.qkv.weight.shape == (3 * 128, 128)
-    assert layer.feed_forward.gated and layer.feed_forward.up.out_features == 2 * 512
+    assert layer.feed_forward.gate is not None and layer.feed_forward.up.out_features == 2 * 512
     assert isinstance(layer.attention_norm, RMSNorm) and layer.norm_first
     assert layer.attention.rotary is not None
     assert layer.dropout.p == 0.1

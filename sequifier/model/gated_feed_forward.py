@@ -1,0 +1,87 @@
+"""The gated feed-forward's act(gate) * value -> down projection, kept lean in memory while autograd records.
+
+Autograd through the plain expression keeps three tensors per layer: the up projection's output [N, 2F]
+(through the gate and value views), act(gate) [N, F] and the product that enters the down projection [N, F];
+its backward then concatenates the gate's and the value's gradients. Here one autograd Function keeps only
+the up projection's output and the down weight, recomputes act(gate) and the product in backward, and
+writes both halves of the up output's gradient into one tensor. Results equal the plain expression's in
+the operands' dtype. Without recording, under ONNX export, under torch.compile (which fuses its own), under
+autocast and when the down projection computes in another dtype than the up projection's output, the plain
+expression runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
+
+
+@dataclass(frozen=True)
+class Gate:
+    """An activation of the gate and its derivative times an incoming gradient, written into `out`."""
+
+    function: Callable[[Tensor], Tensor]
+    chain_rule: Callable[[Tensor, Tensor, Tensor], Tensor]
+
+
+def _silu_chain_rule(grad: Tensor, gate: Tensor, out: Tensor) -> Tensor:
+    return torch.ops.aten.silu_backward.grad_input(grad, gate, grad_input=out)
+
+
+def _gelu_chain_rule(grad: Tensor, gate: Tensor, out: Tensor) -> Tensor:
+    return torch.ops.aten.gelu_backward.grad_input(grad, gate, approximate="none", grad_input=out)
+
+
+GATES = {"swiglu": Gate(F.silu, _silu_chain_rule), "geglu": Gate(F.gelu, _gelu_chain_rule)}
+
+
+def gated_down(up: Tensor, down: nn.Linear, gate: Gate) -> Tensor:
+    """down(gate.function(g) * v), where g and v are the first and second halves of `up`'s last dimension."""
+    if _fuses(up, down):
+        return _GatedDown.apply(up, down.weight, down.bias, gate)
+    gate_half, value = up.chunk(2, dim=-1)
+    return down(gate.function(gate_half) * value)
+
+
+def _fuses(up: Tensor, down: nn.Linear) -> bool:
+    return (
+        torch.is_grad_enabled()
+        and (up.requires_grad or any(p.requires_grad for p in down.parameters()))
+        and up.dtype == down.weight.dtype
+        and not torch.is_autocast_enabled(up.device.type)
+        and not torch.onnx.is_in_onnx_export()
+        and not torch.compiler.is_compiling()
+    )
+
+
+class _GatedDown(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, up: Tensor, weight: Tensor, bias: Tensor | None, gate: Gate) -> Tensor:
+        gate_half, value = up.chunk(2, dim=-1)
+        ctx.save_for_backward(up, weight)
+        ctx.gate = gate
+        return F.linear(gate.function(gate_half).mul_(value), weight, bias)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None, None]:
+        up, weight = ctx.saved_tensors
+        needs_up, needs_weight, needs_bias, _ = ctx.needs_input_grad
+        grad = grad.reshape(-1, weight.shape[0])
+        gate_half, value = up.reshape(-1, up.shape[-1]).chunk(2, dim=-1)
+        activated = ctx.gate.function(gate_half)
+        grad_up = None
+        if needs_up:
+            grad_hidden = grad.mm(weight)
+            grad_up = torch.empty(up.shape, dtype=up.dtype, device=up.device)
+            grad_gate, grad_value = grad_up.view(-1, up.shape[-1]).chunk(2, dim=-1)
+            torch.mul(grad_hidden, activated, out=grad_value)
+            ctx.gate.chain_rule(grad_hidden.mul_(value), gate_half, grad_gate)
+        grad_weight = grad.t().mm(activated.mul_(value)) if needs_weight else None
+        grad_bias = grad.sum(0) if needs_bias else None
+        return grad_up, grad_weight, grad_bias, None
