@@ -1,0 +1,94 @@
+"""The gated feed-forward's lean autograd Function against the plain expression, in one process, alternating.
+
+    .venv/bin/python bench/gated_feed_forward.py [--rounds 6] [--steps 10] [--batch-size 64] [--context 128]
+
+Each round times `--steps` training steps (forward, backward, AdamW) of the seed-shaped model with the plain
+expression and then with the Function (order alternating between rounds), and counts the distinct storages
+that autograd keeps for backward during one step of each. Prints the median ms/step of each and the saved MiB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import time
+from unittest import mock
+
+import torch
+from train_throughput import N_CLASSES, seed_network
+
+import sequifier.model.gated_feed_forward as gated_feed_forward
+from sequifier.training.losses import TargetLosses
+
+MODES = ("plain", "function")
+
+
+def mode_context(mode: str) -> contextlib.AbstractContextManager:
+    if mode == "plain":
+        return mock.patch.object(gated_feed_forward, "_fuses", lambda up, down: False)
+    return contextlib.nullcontext()
+
+
+def saved_mib(step) -> float:
+    storages: dict[int, int] = {}
+
+    def pack(tensor: torch.Tensor) -> torch.Tensor:
+        storage = tensor.untyped_storage()
+        storages[storage.data_ptr()] = storage.nbytes()
+        return tensor
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
+        step()
+    return sum(storages.values()) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch-size", type=int, default=64)
+    parser.add_argument("--context", type=int, default=128)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--steps", type=int, default=10)
+    args = parser.parse_args()
+    torch.manual_seed(0)
+    network, targets, class_ids = seed_network(128, 2, 8, 512, args.context)
+    losses = TargetLosses(
+        targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
+    )
+    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
+    inputs = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
+    targets_batch = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
+    valid = torch.ones(args.batch_size, args.context, dtype=torch.bool)
+
+    def forward() -> torch.Tensor:
+        sums = losses.sums(network("default", inputs, None), targets_batch, valid)
+        return losses.aggregate({k: total / count for k, (total, count) in sums.items()})
+
+    def step() -> None:
+        forward().backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+
+    saved = {}
+    for mode in MODES:
+        with mode_context(mode):
+            saved[mode] = saved_mib(forward)
+            for _ in range(3):
+                step()
+    times: dict[str, list[float]] = {mode: [] for mode in MODES}
+    for round_index in range(args.rounds):
+        for mode in MODES if round_index % 2 == 0 else reversed(MODES):
+            with mode_context(mode):
+                started = time.perf_counter()
+                for _ in range(args.steps):
+                    step()
+                times[mode].append(1000 * (time.perf_counter() - started) / args.steps)
+    print(f"seed-shaped model, batch {args.batch_size}, ctx {args.context}, {torch.get_num_threads()} threads")
+    for mode in MODES:
+        median = statistics.median(times[mode])
+        runs = ", ".join(f"{t:.1f}" for t in times[mode])
+        print(f"{mode:>8}: {median:.1f} ms/step (median; runs {runs}), saved {saved[mode]:.0f} MiB")
+
+
+if __name__ == "__main__":
+    main()
