@@ -10,6 +10,7 @@ import math
 
 import torch
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from sequifier.config.schema import ArchitectureConfig
 from sequifier.model.parameters import tag
@@ -44,8 +45,41 @@ class RotaryEmbedding(nn.Module):
         """x: [batch, time, heads, head_dim] -> the same shape, rotated."""
         length = x.shape[1]
         cos, sin = self.cos[:length, None], self.sin[:length, None]
-        first, second = x.chunk(2, dim=-1)
+        if records_rotation_backward(x):
+            return RotationFunction.apply(x, cos, sin)
+        first, second = x.chunk(2, dim=-1)  # the traced form of `rotate`, for inference, ONNX export and compile
         return torch.cat((first * cos - second * sin, first * sin + second * cos), dim=-1)
+
+
+def records_rotation_backward(x: Tensor) -> bool:
+    """Whether autograd records this rotation in an eager run, where the hand-written backward pays off."""
+    if not (torch.is_grad_enabled() and x.requires_grad):
+        return False
+    return not (torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling())
+
+
+def rotate(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, direction: int) -> Tensor:
+    """Writes x's half-split channel pairs into `out`, turned by the angles (+1) or back by them (-1)."""
+    first, second = x.chunk(2, dim=-1)
+    out_first, out_second = out.chunk(2, dim=-1)
+    torch.mul(first, cos, out=out_first).addcmul_(second, sin, value=-direction)
+    torch.mul(second, cos, out=out_second).addcmul_(first, sin, value=direction)
+    return out
+
+
+class RotationFunction(torch.autograd.Function):
+    """Rotation whose backward is the inverse rotation: it keeps no activations, only the constant angles."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+        ctx.cos, ctx.sin, ctx.input_dtype = cos, sin, x.dtype
+        return rotate(x, cos, sin, x.new_empty(x.shape, dtype=torch.promote_types(x.dtype, cos.dtype)), 1)
+
+    @staticmethod
+    @once_differentiable
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:
+        turned_back = rotate(grad, ctx.cos, ctx.sin, grad.new_empty(grad.shape), -1)
+        return turned_back.to(ctx.input_dtype), None, None
 
 
 class LearnedPositions(nn.Module):
