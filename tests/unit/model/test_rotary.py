@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
 import torch
 
@@ -121,3 +123,21 @@ def test_plain_rotation_while_traced(monkeypatch, tracer):
         monkeypatch.setattr(positions.torch.compiler, "is_compiling", lambda: True)
     forbid_function(monkeypatch)
     assert type(rotary(x).grad_fn).__name__ == "CatBackward0"
+
+
+class ProjectedRotation(torch.nn.Module):
+    """A projection whose strided output is rotated, as in attention: grad is on and the input requires it."""
+
+    def __init__(self):
+        super().__init__()
+        self.projection = torch.nn.Linear(16, 5 * HEAD_DIM, bias=False)
+        self.rotary = RotaryEmbedding(HEAD_DIM, 32, 10000.0)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.rotary(self.projection(x).view(*x.shape[:2], 5, HEAD_DIM)[:, :, :3])
+
+
+@pytest.mark.parametrize("mode", [torch.onnx.TrainingMode.EVAL, torch.onnx.TrainingMode.TRAINING])
+def test_onnx_export_records_the_plain_rotation(monkeypatch, mode):
+    forbid_function(monkeypatch)
+    torch.onnx.export(ProjectedRotation(), (torch.randn(2, LENGTH, 16),), io.BytesIO(), dynamo=False, training=mode)
