@@ -61,9 +61,9 @@ def records_rotation_backward(x: Tensor) -> bool:
 def rotate(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, direction: int) -> Tensor:
     """Writes x's half-split channel pairs into `out`, turned by the angles (+1) or back by them (-1)."""
     first, second = x.chunk(2, dim=-1)
-    out_first, out_second = out.chunk(2, dim=-1)
-    torch.mul(first, cos, out=out_first).addcmul_(second, sin, value=-direction)
-    torch.mul(second, cos, out=out_second).addcmul_(first, sin, value=direction)
+    out_first, out_second = torch.mul(x, torch.cat((cos, cos), dim=-1), out=out).chunk(2, dim=-1)  # one wide pass
+    out_first.addcmul_(second, sin, value=-direction)
+    out_second.addcmul_(first, sin, value=direction)
     return out
 
 
