@@ -17,10 +17,9 @@ import time
 from unittest import mock
 
 import torch
-from train_throughput import N_CLASSES, seed_network
+from train_throughput import saved_bytes, seed_training
 
 import sequifier.model.gated_feed_forward as gated_feed_forward
-from sequifier.training.losses import TargetLosses
 
 MODES = ("plain", "function")
 
@@ -31,19 +30,6 @@ def mode_context(mode: str) -> contextlib.AbstractContextManager:
     return contextlib.nullcontext()
 
 
-def saved_mib(step) -> float:
-    storages: dict[int, int] = {}
-
-    def pack(tensor: torch.Tensor) -> torch.Tensor:
-        storage = tensor.untyped_storage()
-        storages[storage.data_ptr()] = storage.nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(pack, lambda tensor: tensor):
-        step()
-    return sum(storages.values()) / 2**20
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--batch-size", type=int, default=64)
@@ -52,28 +38,13 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
     torch.manual_seed(0)
-    network, targets, class_ids = seed_network(128, 2, 8, 512, args.context)
-    losses = TargetLosses(
-        targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
-    )
-    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
-    inputs = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
-    targets_batch = {"event": torch.randint(3, N_CLASSES, (args.batch_size, args.context))}
-    valid = torch.ones(args.batch_size, args.context, dtype=torch.bool)
-
-    def forward() -> torch.Tensor:
-        sums = losses.sums(network("default", inputs, None), targets_batch, valid)
-        return losses.aggregate({k: total / count for k, (total, count) in sums.items()})
-
-    def step() -> None:
-        forward().backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    training = seed_training(args.batch_size, args.context)
+    forward, step = training.forward, training.step
 
     saved = {}
     for mode in MODES:
         with mode_context(mode):
-            saved[mode] = saved_mib(forward)
+            saved[mode] = saved_bytes(forward) / 2**20
             for _ in range(3):
                 step()
     wall: dict[str, list[float]] = {mode: [] for mode in MODES}

@@ -16,10 +16,9 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from train_throughput import N_CLASSES, seed_network  # noqa: E402
+from train_throughput import seed_training  # noqa: E402
 
 from sequifier.progress import Progress  # noqa: E402
-from sequifier.training.losses import TargetLosses  # noqa: E402
 
 BATCH, CONTEXT = 64, 128
 
@@ -63,20 +62,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     torch.manual_seed(0)
-    network, targets, class_ids = seed_network(128, 2, 8, 512, CONTEXT)
-    losses = TargetLosses(
-        targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
-    )
-    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
-    inputs = {"event": torch.randint(3, N_CLASSES, (BATCH, CONTEXT))}
-    targets_batch = {"event": torch.randint(3, N_CLASSES, (BATCH, CONTEXT))}
-    valid = torch.ones(BATCH, CONTEXT, dtype=torch.bool)
-
-    def step() -> None:
-        sums = losses.sums(network("default", inputs, None), targets_batch, valid)
-        losses.aggregate({k: total / count for k, (total, count) in sums.items()}).backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
+    step = seed_training(BATCH, CONTEXT).step
 
     for _ in range(3):
         step()

@@ -15,32 +15,12 @@ import time
 from collections.abc import Callable
 
 import torch
-from train_throughput import N_CLASSES, seed_network
+from train_throughput import saved_bytes, seed_training
 
 from sequifier.model import positions
-from sequifier.training.losses import TargetLosses
 
 BATCH, CONTEXT, DIM, LAYERS, HEADS, FFN = 64, 128, 128, 2, 8, 512
 VARIANTS = {"function": positions.records_rotation_backward, "plain": lambda x: False}
-
-
-def training_step() -> Callable[[], None]:
-    network, targets, class_ids = seed_network(DIM, LAYERS, HEADS, FFN, CONTEXT)
-    losses = TargetLosses(
-        targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
-    )
-    optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
-    inputs = {"event": torch.randint(3, N_CLASSES, (BATCH, CONTEXT))}
-    targets_batch = {"event": torch.randint(3, N_CLASSES, (BATCH, CONTEXT))}
-    valid = torch.ones(BATCH, CONTEXT, dtype=torch.bool)
-
-    def step() -> None:
-        sums = losses.sums(network("default", inputs, None), targets_batch, valid)
-        losses.aggregate({k: total / count for k, (total, count) in sums.items()}).backward()
-        optimizer.step()
-        optimizer.zero_grad(set_to_none=True)
-
-    return step
 
 
 def rotation_step() -> Callable[[], None]:
@@ -53,18 +33,6 @@ def rotation_step() -> Callable[[], None]:
         torch.autograd.grad(rotary(queries_and_keys), queries_and_keys, upstream)
 
     return step
-
-
-def saved_bytes(step: Callable[[], None]) -> int:
-    storages: dict[int, int] = {}
-
-    def keep(tensor: torch.Tensor) -> torch.Tensor:
-        storages[tensor.untyped_storage().data_ptr()] = tensor.untyped_storage().nbytes()
-        return tensor
-
-    with torch.autograd.graph.saved_tensors_hooks(keep, lambda tensor: tensor):
-        step()
-    return sum(storages.values())
 
 
 def milliseconds_per_step(step: Callable[[], None], steps: int) -> tuple[float, float]:
@@ -81,7 +49,10 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=3)
     args = parser.parse_args()
     torch.manual_seed(0)
-    benches = {"training step": training_step(), "rotation alone": rotation_step()}
+    benches = {
+        "training step": seed_training(BATCH, CONTEXT, DIM, LAYERS, HEADS, FFN).step,
+        "rotation alone": rotation_step(),
+    }
     timings = {(bench, variant): [] for bench in benches for variant in VARIANTS}
     for round_index in range(args.rounds + 1):
         for variant, gate in VARIANTS.items():
