@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/train_against_reference.py [--windows 4000] [--epochs 1 5] [--repeats 2] [--dropout 0.1]
         [--reference-venv /tmp/ref] [--tools 3.x ours] [--override KEY=VALUE ...] [--workdir DIR]
+        [--variant LABEL SETTING ... [--variant ...]]
 
 The reference release lives in its own venv and is never a dependency of this project; create it with
     python3 -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 sequifier==3.1.1.0
@@ -12,13 +13,16 @@ them in the training split. Both tools then train the same config on that folder
 every position trained), from process start to the exported ONNX model, one run of each tool after the other,
 `--repeats` times. Each run is a fresh child of a small wrapper interpreter, so its peak RSS is the training
 process's own (getrusage of the wrapper's children). `--override` passes extra config overrides to this
-project's runs only (e.g. global_training.autocast=bf16).
+project's runs only (e.g. global_training.autocast=bf16). Each `--variant` adds a run of this project's to
+every repeat, alternating with the others: its settings are config overrides (key=value) and, for upper-case
+names, environment variables (e.g. `--variant plain-heap GLIBC_TUNABLES=glibc.malloc.arena_max=16`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -110,8 +114,14 @@ def write_yaml(path: Path, config: dict) -> None:
     path.write_text(yaml.safe_dump(config, sort_keys=False))
 
 
-def measured(command: list[str], project: Path) -> dict:
-    wrapper = subprocess.run([sys.executable, "-c", MEASURE, *command], cwd=project, capture_output=True, text=True)
+def measured(command: list[str], project: Path, environment: dict[str, str] | None = None) -> dict:
+    wrapper = subprocess.run(
+        [sys.executable, "-c", MEASURE, *command],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        env=os.environ | (environment or {}),
+    )
     result = json.loads(wrapper.stdout)
     if result["rc"] != 0:
         raise SystemExit(f"{' '.join(command)} failed in {project}:\n{result['stderr']}")
@@ -138,27 +148,39 @@ def main() -> None:
     parser.add_argument("--tools", nargs="+", choices=["3.x", "ours"], default=["3.x", "ours"])
     parser.add_argument("--override", nargs="*", default=[], help="config overrides for this project's runs")
     parser.add_argument("--workdir", type=Path)
+    parser.add_argument(
+        "--variant",
+        nargs="+",
+        action="append",
+        default=[],
+        metavar="LABEL SETTING",
+        help="another run of this project's: a label, then key=value overrides and NAME=value environment variables",
+    )
     args = parser.parse_args()
     executables = {"3.x": args.reference_venv / "bin" / "sequifier", "ours": OURS}
     if "3.x" in args.tools and not executables["3.x"].exists():
         parser.error(f"{executables['3.x']} does not exist; --help says how to create the reference venv")
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="sequifier-speed-"))
     project = prepare_data(workdir, args.windows)
-    print(f"{'epochs':>6} {'run':>3} " + " ".join(f"{t + ' s':>9} {t + ' MiB':>9}" for t in args.tools))
+    runners = {
+        tool: ([str(executables[tool]), "train", "--config-path", "configs/train.yaml"], {}) for tool in args.tools
+    }
+    if "ours" in runners:
+        runners["ours"][0].extend(args.override)
+    for label, *settings in args.variant:
+        environment = {k: v for k, _, v in (s.partition("=") for s in settings) if k.isupper()}
+        overrides = [s for s in settings if not s.partition("=")[0].isupper()]
+        runners[label] = ([str(OURS), "train", "--config-path", "configs/train.yaml", *overrides], environment)
+    print(f"{'epochs':>6} {'run':>3} " + " ".join(f"{t + ' s':>9} {t + ' MiB':>9}" for t in runners))
     for epochs in args.epochs:
         write_yaml(project / "configs" / "train.yaml", train_config(epochs, args.dropout))
         runs = []
         for repeat in range(args.repeats):
-            row = {}
-            for tool in args.tools:
-                extra = args.override if tool == "ours" else []
-                row[tool] = measured(
-                    [str(executables[tool]), "train", "--config-path", "configs/train.yaml", *extra], project
-                )
+            row = {label: measured(command, project, environment) for label, (command, environment) in runners.items()}
             runs.append(row)
             print(
                 f"{epochs:>6} {repeat + 1:>3} "
-                + " ".join(f"{row[t]['wall']:>9.1f} {row[t]['rss_mib']:>9.0f}" for t in args.tools)
+                + " ".join(f"{row[t]['wall']:>9.1f} {row[t]['rss_mib']:>9.0f}" for t in runners)
             )
         if set(args.tools) == {"3.x", "ours"}:
             wall = [r["3.x"]["wall"] / r["ours"]["wall"] for r in runs]

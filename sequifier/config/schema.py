@@ -323,6 +323,13 @@ class GlobalTrainingConfig:
     inference_batch_size: int = option(256, "batch size for validation")
     batch_size: int = option(64, "per-process training batch size")
     accumulation_steps: int = option(1, "microbatches per optimizer step")
+    max_tokens_per_pass: Optional[int] = option(
+        None,
+        "run each training microbatch's forward and backward, and each validation batch's forward, in passes of "
+        "at most this many tokens (rows x context_length, at least one row a pass), gradients and totals summed: "
+        "the same results with fewer activations held at once (null: 2048 on CPU, whole batches on GPUs; "
+        "distributed runs take whole batches and need null)",
+    )
     learning_rate: float = option(1e-4, "peak learning rate")
     optimizer: dict[str, Any] = option({"name": "Adam"}, "torch.optim class `name` and its keyword arguments")
     scheduler: Optional[dict[str, Any]] = option(

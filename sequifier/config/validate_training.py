@@ -18,6 +18,7 @@ POSITIVE_INTEGERS = (
 )
 POSITIVE_OPTIONAL = (
     "window_stride",
+    "max_tokens_per_pass",
     "gradient_clip",
     "save_interval_epochs",
     "save_interval_batches",
@@ -58,6 +59,12 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
     if training.distributed and training.data_parallelism == "ddp" and training.torch_compile == "inner":
         problems.add("global_training.torch_compile", "use outer or none with DDP")
     _check_layer_type_dtypes(config, problems)
+    if training.distributed and training.max_tokens_per_pass is not None:
+        problems.add(
+            "global_training.max_tokens_per_pass",
+            "must be null with distributed: true (each rank runs a microbatch in one pass, so that the ranks' "
+            "collectives stay in step); a smaller batch_size holds fewer activations per process",
+        )
     if training.world_size > 1 and not training.distributed:
         problems.add("global_training.world_size", f"{training.world_size} processes need distributed: true")
     if training.resume.policy == "required" and not training.resume.checkpoint_path:

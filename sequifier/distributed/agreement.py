@@ -14,18 +14,24 @@ from sequifier.training.stop import GracefulStop
 SNAPSHOT_CODES = (None, LATEST_ONLY, PERSISTENT)
 
 
-def rank_means(sums: dict[str, tuple[torch.Tensor, torch.Tensor]], ranks: Ranks) -> dict[str, torch.Tensor]:
-    """Per target, this rank's loss sum over the counted targets of all ranks.
+def rank_counts(counts: dict[str, torch.Tensor], ranks: Ranks) -> dict[str, torch.Tensor]:
+    """Per target, the counted targets of all ranks' microbatches (one all-reduce; this rank's own when alone)."""
+    if not ranks.joined:
+        return counts
+    summed = ranks.sum(torch.stack([count.detach().to(torch.float64) for count in counts.values()]))
+    return {name: summed[index] for index, name in enumerate(counts)}
+
+
+def rank_means(
+    sums: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: dict[str, torch.Tensor], ranks: Ranks
+) -> dict[str, torch.Tensor]:
+    """Per target, this rank's loss sum over `counts`, the counted targets of all ranks (from rank_counts).
 
     Scaled by the world size, because DDP averages the ranks' gradients: the averaged gradient is then
     the gradient of the mean over the union of the ranks' samples, as one process would compute it.
     """
-    if not ranks.joined:
-        return {name: total / count.clamp(min=1) for name, (total, count) in sums.items()}
-    counts = ranks.sum(torch.stack([count.detach().to(torch.float64) for _, count in sums.values()]))
     return {
-        name: total / counts[index].clamp(min=1).to(total.dtype) * ranks.world_size
-        for index, (name, (total, _)) in enumerate(sums.items())
+        name: total / counts[name].clamp(min=1).to(total.dtype) * ranks.world_size for name, (total, _) in sums.items()
     }
 
 

@@ -15,6 +15,7 @@ from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.model.network import SequifierNetwork
+from sequifier.training.passes import validation_rows
 from sequifier.training.plan import source_parts
 
 
@@ -33,9 +34,9 @@ def class_share_rows(
         return []
     selected = [parts[key] for key in source_parts(spec.config, source)]
     classes = {column: spec.columns[selected[0].interface][column].n_classes for column in columns}
-    counts = predicted_class_counts(
-        network, selected, classes, spec.config.global_training.inference_batch_size, device
-    )
+    training = spec.config.global_training
+    batch_rows = min(validation_rows(training, part.shape.context_length, device) for part in selected)
+    counts = predicted_class_counts(network, selected, classes, batch_rows, device)
     counts = {column: ranks.sum(per_class) for column, per_class in counts.items()}
     metadata = selected[0].spec.metadata
     rows = []

@@ -21,7 +21,7 @@ from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData, load_parts, shuffled_batches
 from sequifier.data.prefetch import prefetched
 from sequifier.data.views import Batch
-from sequifier.distributed.agreement import agreed_snapshot, agreed_stop, rank_means
+from sequifier.distributed.agreement import agreed_snapshot, agreed_stop, rank_counts, rank_means
 from sequifier.distributed.parallel import is_sharded, rank_device, training_module
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.state import model_state
@@ -33,10 +33,12 @@ from sequifier.training.curves import draw_run_curves
 from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.freezing import frozen_parameters
+from sequifier.training.heap import keep_freed_memory
 from sequifier.training.live import EpochProgress, Throughput
 from sequifier.training.losses import dataset_losses
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
+from sequifier.training.passes import batch_passes, rows_per_pass
 from sequifier.training.plan import PlannedBatch, optimizer_steps, phase_epoch, stream_seed
 from sequifier.training.priors import fit_priors
 from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
@@ -223,24 +225,39 @@ class Trainer:
             raise StopRequested(str(path))
 
     def _microbatch(self, part: PartData, batch: Batch, totals: Totals) -> int:
-        loss, sums, inputs = PROFILE.step(FORWARD, self.device, self._batch_loss, part, batch)
+        """Forward and backward over `batch`, in passes of its rows (passes.py) whose gradients add up."""
+        losses = self.losses[part.spec.dataset]
+        counts = rank_counts(losses.counts(batch.targets, batch.target_valid), self.ranks)
+        rows = rows_per_pass(len(batch.target_valid), part.shape.context_length, self.training, self.device)
         p = self.progress
         where = f"epoch {p.global_epoch}, batch {p.batches_done + 1}, step {p.global_step}"
-        check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
-        self.last_finite_loss = float(loss.detach())
-        if loss.requires_grad:
-            PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward)
-            self.runtime.after_backward()
-        loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
-        totals.add(Totals(loss=loss_sums, count={n: int(c) for n, (_, c) in sums.items()}))
+        microbatch_loss = 0.0
+        for index, piece in enumerate(batch_passes(batch, rows)):
+            whole = index == 0  # the profile counts each microbatch's forward and backward once
+            loss, sums, inputs = PROFILE.step(
+                FORWARD, self.device, self._batch_loss, part, piece, counts, counted=whole
+            )
+            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
+            if loss.requires_grad:
+                PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=whole)
+                self.runtime.after_backward()
+            microbatch_loss += float(loss.detach())
+            loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
+            totals.add(Totals(loss=loss_sums, count={n: int(c) for n, (_, c) in sums.items()}))
+        self.last_finite_loss = microbatch_loss
         return len(batch.target_valid)
 
     def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """The optimized loss of training views `chosen` (weighted per-target means of counted targets) and its sums."""
-        loss, sums, _ = self._batch_loss(part, part.training_batch(chosen))
+        batch = part.training_batch(chosen)
+        counts = rank_counts(self.losses[part.spec.dataset].counts(batch.targets, batch.target_valid), self.ranks)
+        loss, sums, _ = self._batch_loss(part, batch, counts)
         return loss, sums
 
-    def _batch_loss(self, part: PartData, batch: Batch) -> tuple[torch.Tensor, dict, dict]:
+    def _batch_loss(
+        self, part: PartData, batch: Batch, counts: dict[str, torch.Tensor]
+    ) -> tuple[torch.Tensor, dict, dict]:
+        """The loss of `batch` as a share of the loss over `counts` counted targets, its sums, and its inputs."""
         losses = self.losses[part.spec.dataset]
         inputs = {k: v.to(self.device) for k, v in batch.inputs.items()}
         targets = {k: v.to(self.device) for k, v in batch.targets.items()}
@@ -248,7 +265,7 @@ class Trainer:
         with self.runtime.autocast():
             outputs = self.runtime.forward(part.interface, inputs, pad)
             sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
-        return losses.aggregate(rank_means(sums, self.ranks)), sums, inputs
+        return losses.aggregate(rank_means(sums, counts, self.ranks)), sums, inputs
 
     def _flush(self) -> None:
         """Close the accumulation window.
@@ -296,4 +313,6 @@ class Trainer:
 
 def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
     """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
+    if rank_device(spec.config.device, ranks).type == "cpu":
+        keep_freed_memory()
     return Trainer(spec, ranks=ranks).run()

@@ -47,6 +47,10 @@ class TargetLosses:
             return index, valid & (index >= 0)
         return target, valid
 
+    def counts(self, targets: dict[str, Tensor], valid: Tensor) -> dict[str, Tensor]:
+        """Per target, the number of counted targets."""
+        return {t.name: self.counted(t.name, targets[t.name], valid)[1].sum() for t in self.targets}
+
     def sums(
         self, outputs: dict[str, Tensor], targets: dict[str, Tensor], valid: Tensor
     ) -> dict[str, tuple[Tensor, Tensor]]:

@@ -99,8 +99,13 @@ class PhaseRecorder:
             if self.enabled:
                 self.rss_at_end[name] = resident_mib()
 
-    def step(self, part: str, device: torch.device, work: Callable[..., Result], *args: Any) -> Result:
-        """`work(*args)` timed as step part `part` (synchronized on CUDA when the profile is on)."""
+    def step(
+        self, part: str, device: torch.device, work: Callable[..., Result], *args: Any, counted: bool = True
+    ) -> Result:
+        """`work(*args)` timed as step part `part` (synchronized on CUDA when the profile is on).
+
+        Uncounted calls add their time to the part's last counted one (a microbatch's later passes).
+        """
         started = self.clock()
         result = work(*args)
         if self.enabled and device.type == "cuda":
@@ -109,7 +114,7 @@ class PhaseRecorder:
             torch.cuda.synchronize(device)
             self.synchronized = True
         self.step_seconds[part] += self.clock() - started
-        self.step_counts[part] += 1
+        self.step_counts[part] += counted
         return result
 
     def gathered(self, batches: Iterator[Result]) -> Iterator[Result]:

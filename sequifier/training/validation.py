@@ -21,6 +21,7 @@ from sequifier.progress import Progress
 from sequifier.training.class_shares import class_share_rows
 from sequifier.training.evaluation import Evaluation, Totals, evaluate_split, summarize
 from sequifier.training.losses import TargetLosses
+from sequifier.training.passes import validation_rows
 from sequifier.training.reporting import RunRecords
 from sequifier.training.runtime import TrainingRuntime
 
@@ -89,7 +90,7 @@ class Validator:
             data.shape,
             data.input_columns,
             losses,
-            self.spec.config.global_training.inference_batch_size,
+            validation_rows(self.spec.config.global_training, data.shape.context_length, self.device),
             self.device,
             self.runtime.autocast(),
             on_batch,

@@ -1082,6 +1082,12 @@ VALIDATION_ROWS = [
         "must be positive, got -1.0",
     ),
     row(
+        "max-tokens-per-pass-zero",
+        {"global_training.max_tokens_per_pass": 0},
+        "global_training.max_tokens_per_pass",
+        "must be positive, got 0",
+    ),
+    row(
         "num-workers-negative",
         {"global_training.num_workers": -1},
         "global_training.num_workers",
@@ -1106,6 +1112,12 @@ VALIDATION_ROWS = [
         },
         "global_training.torch_compile",
         "use outer or none with DDP",
+    ),
+    row(
+        "max-tokens-per-pass-distributed",
+        {"global_training.distributed": True, "global_training.max_tokens_per_pass": 4096},
+        "global_training.max_tokens_per_pass",
+        "must be null with distributed: true",
     ),
     row(
         "world-size-without-distributed",
