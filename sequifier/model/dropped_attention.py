@@ -1,11 +1,12 @@
-"""Attention with dropout on its weights, for CPU training: exact, and without torch's [B, H, T, T] tensors.
+"""Attention with dropout on its weights, for CPU training: exact, with at most one [B, H, T, T] float tensor.
 
 torch's CPU attention kernels have no dropout; with dropout it falls back to a math path that keeps the
 scores, the weights and a float mask of every head in memory and passes over them many times. Here a block
-of heads at a time is computed while its [T, T] weights are in cache, the dropout mask is kept as bytes
-(model/dropout.py), and the backward pass recomputes the weights from queries and keys, as flash attention
-does. Results equal softmax(q k^T / sqrt(d) + mask) * keep * scale @ v, computed in float32 whatever the
-inputs' dtypes (bf16 layers, autocast) and returned in the queries' dtype.
+of heads at a time is computed while its [T, T] weights are in cache and the dropout mask is kept as bytes
+(model/dropout.py). The weights are kept for the backward pass while they fit KEPT_WEIGHTS_BYTES (a training
+pass of a few thousand tokens, training/passes.py); larger ones are recomputed there from queries and keys,
+as flash attention does. Results equal softmax(q k^T / sqrt(d) + mask) * keep * scale @ v, computed in float32
+whatever the inputs' dtypes (bf16 layers, autocast) and returned in the queries' dtype.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from torch import Tensor
 from sequifier.model.dropout import keep_mask
 
 ROWS_PER_BLOCK = 32  # (batch, head) rows whose [T, T] weights are computed together
+KEPT_WEIGHTS_BYTES = 16 * 2**20  # weights of at most this size are kept for backward instead of recomputed
 
 
 def dropped_attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, p: float) -> Tensor:
@@ -52,13 +54,19 @@ class _DroppedAttention(torch.autograd.Function):
         scale = width**-0.5
         out = torch.empty_like(qf)
         causal = _bias(None, (0, 0), heads, q_length, k_length) if mask is None else None
+        kept_weights = None
+        if keep.numel() * qf.element_size() <= KEPT_WEIGHTS_BYTES:
+            kept_weights = torch.empty(keep.shape, dtype=qf.dtype)
         with torch.autocast(q.device.type, enabled=False):
             for rows in _blocks(batch, heads):
+                block = slice(*rows)
                 bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-                weights = _weights(qf[slice(*rows)], kf[slice(*rows)], bias, scale)
-                torch.bmm(weights.mul_(keep[slice(*rows)]), vf[slice(*rows)], out=out[slice(*rows)])
+                weights = _weights(qf[block], kf[block], bias, scale)
+                if kept_weights is not None:
+                    kept_weights[block] = weights
+                torch.bmm(weights.mul_(keep[block]), vf[block], out=out[block])
         out.mul_(keep_scale)
-        ctx.save_for_backward(qf, kf, vf, keep, out, mask)
+        ctx.save_for_backward(qf, kf, vf, keep, out, mask, kept_weights)
         ctx.scales = (scale, keep_scale)
         ctx.shape = (batch, heads, q_length, k_length, width)
         ctx.dtypes = (q.dtype, k.dtype, v.dtype)
@@ -66,7 +74,7 @@ class _DroppedAttention(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad: Tensor) -> tuple[Tensor, Tensor, Tensor, None, None]:
-        qf, kf, vf, keep, out, mask = ctx.saved_tensors
+        qf, kf, vf, keep, out, mask, kept_weights = ctx.saved_tensors
         scale, keep_scale = ctx.scales
         batch, heads, q_length, k_length, width = ctx.shape
         grad_out = grad.reshape(batch * heads, q_length, width).float()
@@ -78,8 +86,11 @@ class _DroppedAttention(torch.autograd.Function):
         with torch.autocast(grad.device.type, enabled=False):
             for rows in _blocks(batch, heads):
                 block = slice(*rows)
-                bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-                weights = _weights(qf[block], kf[block], bias, scale)
+                if kept_weights is not None:
+                    weights = kept_weights[block]
+                else:
+                    bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
+                    weights = _weights(qf[block], kf[block], bias, scale)
                 kept = keep[block].to(weights.dtype)
                 torch.bmm((weights * kept).transpose(1, 2), grad_out[block], out=dv[block])
                 scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2)).mul_(kept)

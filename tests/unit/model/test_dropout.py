@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 
+import sequifier.model.dropped_attention as dropped_attention_module
 from sequifier.model.attention import attention_mask
 from sequifier.model.dropout import Dropout, keep_mask, random_words
 from sequifier.model.dropped_attention import dropped_attention
@@ -13,7 +15,7 @@ from sequifier.model.dropped_attention import dropped_attention
 
 def test_every_lane_of_the_draws_is_uniform():
     torch.manual_seed(0)
-    lanes = random_words(200_000).view(torch.int16).view(-1, 4).float()
+    lanes = torch.from_numpy(random_words(200_000).view(np.int16)).view(-1, 4).float()
     for lane in lanes.T:
         assert abs(float((lane < 0).float().mean()) - 0.5) < 0.01
         assert abs(float(lane.mean())) < 400  # the mean of a uniform 16-bit lane is -0.5, its sd ~18,900
@@ -71,7 +73,10 @@ def _reference(q, k, v, mask, keep, scale):
 
 @pytest.mark.parametrize("padded", [False, True])
 @pytest.mark.parametrize("batch", [3, 9])
-def test_dropped_attention_equals_the_math_it_stands_for(padded, batch):
+@pytest.mark.parametrize("weights", ["kept", "recomputed"])
+def test_dropped_attention_equals_the_math_it_stands_for(padded, batch, weights, monkeypatch):
+    if weights == "recomputed":
+        monkeypatch.setattr(dropped_attention_module, "KEPT_WEIGHTS_BYTES", 0)
     torch.manual_seed(5)
     heads, length, width = 4, 12, 8
     q, k, v = (torch.randn(batch, heads, length, width, requires_grad=True) for _ in range(3))
