@@ -35,15 +35,20 @@ def resident_mib():
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
 
+def peak_mib():
+    # VmHWM is this process's own high-water mark; ru_maxrss would start at the bench's RSS when it forked us
+    with open("/proc/self/status") as status:
+        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
+
 def capped(*args, **kwargs):
     if not seen:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = peak_mib()
         seen.update(loaded_mib=resident_mib(), loaded_peak_mib=peak, loaded_s=time.perf_counter() - started)
     return planned(*args, **kwargs)[:steps]
 
 engine.phase_epoch = capped
 code = cli.main(["train", "--config-path", "configs/train.yaml", "--quiet", *sys.argv[2:]])
-seen.update(rc=code, peak_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+seen.update(rc=code, peak_mib=peak_mib(),
             wall_s=time.perf_counter() - started)
 print("MEMORY " + json.dumps(seen))
 """

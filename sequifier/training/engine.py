@@ -313,6 +313,7 @@ class Trainer:
 
 def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
     """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
-    if rank_device(spec.config.device, ranks).type == "cpu":
+    trainer = Trainer(spec, ranks=ranks)
+    if trainer.device.type == "cpu":
         keep_freed_memory()
-    return Trainer(spec, ranks=ranks).run()
+    return trainer.run()

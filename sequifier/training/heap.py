@@ -1,9 +1,10 @@
 """The C heap of a CPU training process: freed step memory stays mapped for the next step instead of going back.
 
 glibc serves blocks above its mmap threshold (at most 32 MiB by default) with fresh mappings and trims the
-heap's free top, so every training step faults its large activation blocks in again, page by page: about
-30,000 minor faults a step of the seed-shaped model (docs/performance.md). Raising both thresholds keeps those
-pages resident between steps; the peak resident set stays what the step needs at once.
+heap's free top, so every training step would fault its large activation blocks in again, page by page.
+Raising both thresholds keeps those pages resident between steps; the peak resident set stays what the
+step needs at once. What loading the data freed is handed back first, so that it does not stay resident
+beside the steps' memory.
 """
 
 from __future__ import annotations
@@ -22,7 +23,8 @@ USER_SETTINGS = ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_", "MALLOC_TOP
 
 
 def keep_freed_memory() -> bool:
-    """Raise glibc's mmap and trim thresholds for this process; whether they were set.
+    """Return the heap's free memory to the kernel, then raise glibc's mmap and trim thresholds for this
+    process (once the data are loaded, before the first step); whether the thresholds were set.
 
     Nothing changes off glibc, or where the user set malloc tunables (the variables above or glibc.malloc
     in GLIBC_TUNABLES). The mmap threshold goes first: a trim threshold alone would turn glibc's adaptive
@@ -34,8 +36,9 @@ def keep_freed_memory() -> bool:
         libc = ctypes.CDLL(None)
     except OSError:
         return False
-    if not hasattr(libc, "gnu_get_libc_version") or not hasattr(libc, "mallopt"):
+    if not all(hasattr(libc, name) for name in ("gnu_get_libc_version", "mallopt", "malloc_trim")):
         return False
+    libc.malloc_trim(0)
     threshold = next((value for value in MMAP_THRESHOLDS if libc.mallopt(M_MMAP_THRESHOLD, value) == 1), None)
     if threshold is None or libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) != 1:
         return False

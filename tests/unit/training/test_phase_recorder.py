@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -131,3 +133,11 @@ def test_timed_functions_count_as_their_phase(monkeypatch):
     loading = timed("data loading")(lambda seconds: clock.advance(seconds) or "loaded")
     assert loading(0.75) == "loaded"
     assert profile.PROFILE.seconds["data loading"] == pytest.approx(0.75)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="VmHWM is Linux's")
+def test_the_peak_is_the_process_own_not_the_resident_set_of_the_parent_that_started_it():
+    held = bytearray(b"\x01") * (384 * 2**20)  # resident in this process when it starts the child
+    probe = "from sequifier.training.profile_report import peak_rss_mib; print(peak_rss_mib())"
+    child = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert len(held) and float(child.stdout) < 200
