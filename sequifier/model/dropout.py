@@ -18,17 +18,13 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from sequifier.model.eager import runs_eagerly
+
 LEVELS = 1 << 16
 
 
 def uses_byte_masks(x: Tensor, p: float, training: bool) -> bool:
-    return (
-        training
-        and 0.0 < p < 1.0
-        and x.device.type == "cpu"
-        and not torch.onnx.is_in_onnx_export()
-        and not torch.compiler.is_compiling()
-    )
+    return training and 0.0 < p < 1.0 and x.device.type == "cpu" and runs_eagerly()
 
 
 def keep_mask(shape: tuple[int, ...], p: float) -> tuple[Tensor, float]:

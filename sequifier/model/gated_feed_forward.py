@@ -20,6 +20,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from sequifier.model.eager import runs_eagerly
+
 
 @dataclass(frozen=True)
 class Gate:
@@ -54,8 +56,7 @@ def _fuses(up: Tensor, down: nn.Linear) -> bool:
         and (up.requires_grad or any(p.requires_grad for p in down.parameters()))
         and up.dtype == down.weight.dtype
         and not torch.is_autocast_enabled(up.device.type)
-        and not torch.onnx.is_in_onnx_export()
-        and not torch.compiler.is_compiling()
+        and runs_eagerly()
     )
 
 

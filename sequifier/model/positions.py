@@ -13,6 +13,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from sequifier.config.schema import ArchitectureConfig
+from sequifier.model.eager import runs_eagerly
 from sequifier.model.parameters import tag
 
 
@@ -55,7 +56,7 @@ def records_rotation_backward(x: Tensor) -> bool:
     """Whether autograd records this rotation in an eager run, where the hand-written backward pays off."""
     if not (torch.is_grad_enabled() and x.requires_grad):
         return False
-    return not (torch.onnx.is_in_onnx_export() or torch.compiler.is_compiling())
+    return runs_eagerly()
 
 
 def rotate(x: Tensor, cos: Tensor, sin: Tensor, out: Tensor, direction: int) -> Tensor:
