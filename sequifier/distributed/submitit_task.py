@@ -14,10 +14,12 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import time
 
 from sequifier.config.errors import UserError
 
 logger = logging.getLogger("sequifier")
+REQUEUE_WAIT_S = 120.0  # Slurm ends the requeued job's tasks within seconds (KillWait)
 
 
 def in_submitit_job() -> bool:
@@ -62,9 +64,16 @@ def join_job_tasks(distributed: bool) -> None:
 def requeue_after_stop() -> None:
     """After a graceful stop wrote `latest`: Submitit's handler stores the call again and requeues the job.
 
-    On rank 0 it exits the process (or raises when Submitit will not requeue); on other ranks it returns.
+    On rank 0 it exits the process (or raises when Submitit will not requeue). The other ranks then wait for
+    that requeue to end their task, for at most REQUEUE_WAIT_S, and return: a task that exits first can end
+    the job step, and rank 0 with it, before the requeue is recorded (Submitit's handler warns of the same).
     """
+    from submitit import JobEnvironment
+
     number = requeue_signal()
     handler = signal.getsignal(number)
     if callable(handler):
         handler(number, None)
+    if JobEnvironment().global_rank != 0:
+        logger.info("waiting for rank 0 to requeue the job")
+        time.sleep(REQUEUE_WAIT_S)

@@ -78,10 +78,19 @@ def submitted_ids(sweep: Path) -> list[str]:
 
 
 def slurm_states(sweep: Path, env: dict[str, str]) -> list[str]:
-    """The Slurm state of every job the sweep submitted."""
+    """The Slurm state of every job the sweep submitted, once none is pending or running any more.
+
+    Submitit returns a job's result as soon as its result file exists; Slurm marks the job ended only when
+    the job's processes have exited after writing it.
+    """
     ids = submitted_ids(sweep)
-    answer = slurm(["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for i in ids for a in ("-j", i)]], env)
-    return [line.split("|")[1] for line in answer.splitlines()[1:]]
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while True:
+        query = ["sacct", "-o", "JobID,State,NodeList", "--parsable2", *[a for i in ids for a in ("-j", i)]]
+        states = [line.split("|")[1] for line in slurm(query, env).splitlines()[1:]]
+        if not {"PENDING", "RUNNING", "COMPLETING"} & set(states) or time.monotonic() > deadline:
+            return states
+        time.sleep(0.5)
 
 
 def same_weights_and_metrics(folder: Path, reference: Path) -> None:
