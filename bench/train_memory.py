@@ -23,32 +23,25 @@ from pathlib import Path
 from train_against_reference import prepare_data, train_config, write_yaml
 
 CHILD = """
-import json, resource, sys, time
+import json, sys, time
 started = time.perf_counter()
 from sequifier import cli
 import sequifier.training.engine as engine
+from sequifier.training.profile import resident_mib
+from sequifier.training.profile_report import peak_rss_mib  # this process's own, not the bench's at the fork
 
 steps, seen = int(sys.argv[1]), {}
 planned = engine.phase_epoch
 
-def resident_mib():
-    with open("/proc/self/statm") as statm:
-        return int(statm.read().split()[1]) * resource.getpagesize() / 2**20
-
-def peak_mib():
-    # VmHWM is this process's own high-water mark; ru_maxrss would start at the bench's RSS when it forked us
-    with open("/proc/self/status") as status:
-        return next(int(line.split()[1]) for line in status if line.startswith("VmHWM:")) / 1024
-
 def capped(*args, **kwargs):
     if not seen:
-        peak = peak_mib()
+        peak = peak_rss_mib()
         seen.update(loaded_mib=resident_mib(), loaded_peak_mib=peak, loaded_s=time.perf_counter() - started)
     return planned(*args, **kwargs)[:steps]
 
 engine.phase_epoch = capped
 code = cli.main(["train", "--config-path", "configs/train.yaml", "--quiet", *sys.argv[2:]])
-seen.update(rc=code, peak_mib=peak_mib(),
+seen.update(rc=code, peak_mib=peak_rss_mib(),
             wall_s=time.perf_counter() - started)
 print("MEMORY " + json.dumps(seen))
 """

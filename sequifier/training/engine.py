@@ -226,20 +226,19 @@ class Trainer:
 
     def _microbatch(self, part: PartData, batch: Batch, totals: Totals) -> int:
         """Forward and backward over `batch`, in passes of its rows (passes.py) whose gradients add up."""
-        losses = self.losses[part.spec.dataset]
-        counts = rank_counts(losses.counts(batch.targets, batch.target_valid), self.ranks)
+        counts = self._counts(part, batch)
         rows = rows_per_pass(len(batch.target_valid), part.shape.context_length, self.training, self.device)
         p = self.progress
         where = f"epoch {p.global_epoch}, batch {p.batches_done + 1}, step {p.global_step}"
         microbatch_loss = 0.0
         for index, piece in enumerate(batch_passes(batch, rows)):
-            whole = index == 0  # the profile counts each microbatch's forward and backward once
+            first = index == 0  # the profile counts each microbatch's forward and backward once
             loss, sums, inputs = PROFILE.step(
-                FORWARD, self.device, self._batch_loss, part, piece, counts, counted=whole
+                FORWARD, self.device, self._batch_loss, part, piece, counts, counted=first
             )
             check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
             if loss.requires_grad:
-                PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=whole)
+                PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=first)
                 self.runtime.after_backward()
             microbatch_loss += float(loss.detach())
             loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
@@ -250,9 +249,12 @@ class Trainer:
     def batch_loss(self, part: PartData, chosen: torch.Tensor) -> tuple[torch.Tensor, dict]:
         """The optimized loss of training views `chosen` (weighted per-target means of counted targets) and its sums."""
         batch = part.training_batch(chosen)
-        counts = rank_counts(self.losses[part.spec.dataset].counts(batch.targets, batch.target_valid), self.ranks)
-        loss, sums, _ = self._batch_loss(part, batch, counts)
+        loss, sums, _ = self._batch_loss(part, batch, self._counts(part, batch))
         return loss, sums
+
+    def _counts(self, part: PartData, batch: Batch) -> dict[str, torch.Tensor]:
+        """Per target, the counted targets of `batch` on all ranks: what its loss (or its passes' losses) divides by."""
+        return rank_counts(self.losses[part.spec.dataset].counts(batch.targets, batch.target_valid), self.ranks)
 
     def _batch_loss(
         self, part: PartData, batch: Batch, counts: dict[str, torch.Tensor]
