@@ -3,7 +3,8 @@
 With torch loaded, a normal exit spends about a second freeing every module and running the C++ libraries'
 static destructors; nothing of that reaches a file. Before leaving, non-daemon threads are joined and the
 atexit handlers run (logging flushes its handlers there), then stdout and stderr are flushed, as a normal
-exit would. An exception that escapes the command still takes the normal way out, with its traceback.
+exit would. Ctrl-C (SIGINT) that reaches the top ends the process with one line and code 130, as a shell
+reports it; an other exception that escapes the command still takes the normal way out, with its traceback.
 """
 
 from __future__ import annotations
@@ -14,12 +15,17 @@ import sys
 import threading
 from typing import Callable, NoReturn
 
+INTERRUPTED = 128 + 2  # the status a shell gives a process that SIGINT ended
+
 
 def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
     try:
         status = main()
     except SystemExit as stop:
         status = stop.code
+    except KeyboardInterrupt:
+        print("stopped by Ctrl-C (SIGINT)", file=sys.stderr)
+        status = INTERRUPTED
     leave(status)
 
 

@@ -128,6 +128,13 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
                 raise
     except (HydraException, OmegaConfBaseException) as error:
         raise UserError(str(entry.config_file), " ".join(str(error).split())) from None
+    except ValueError as error:  # Hydra's answer to a config group given null, e.g. model=null
+        nulls = [o for o in overrides if o.partition("=")[2].strip() in ("null", "~", "")]
+        where = nulls[0] if nulls else str(entry.config_file)
+        problem = " ".join(str(error).split())
+        raise UserError(
+            where, f"{problem}; a config group takes the name of a preset, and ~KEY removes a field"
+        ) from None
 
 
 def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:

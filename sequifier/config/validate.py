@@ -40,6 +40,7 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     config = build(TrainConfig, data, "", problems)
     problems.raise_if_any()
     _check_device(config.device, problems)
+    _check_model_name(config.model_name, problems)
     check_model(config.model, config.global_training.context_length, problems)
     check_global_training(config, problems)
     _check_datasets(config, problems)
@@ -69,6 +70,16 @@ def reject_historical(data: dict[str, Any]) -> None:
                     "freezing is owned by datasets: dataset_training.<name>.freeze.backbone",
                 )
     problems.raise_if_any()
+
+
+def _check_model_name(name: str, problems: ProblemList) -> None:
+    """A model name becomes file and folder names under models/, logs/ and checkpoints/."""
+    if not name or name != name.strip() or name.startswith(".") or any(c in name for c in "/\\\0"):
+        problems.add(
+            "model_name",
+            f"{name!r} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
+            "'\\' and no spaces at either end",
+        )
 
 
 def _check_device(device: str, problems: ProblemList) -> None:

@@ -9,9 +9,11 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
 from sequifier.config.resolve import PartSpec, RunSpec
 from sequifier.data.stored import file_window_counts, load_split
+from sequifier.data.stored_windows import StoredWindows
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.sharding import check_enough_windows, padded_views, rank_range
@@ -85,8 +87,11 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
         dtypes = resident_dtypes(spec.columns[interface_name], columns)
         shape = view_shape(spec, interface_name)
         where = f"dataset_training.{part.dataset}.parts.{part.part}"
-        train = _split(part.train_path, dtypes, shape, ranks, where, file_order)
-        validation = _split(part.validation_path, dtypes, shape, ranks, where) if part.validation_path else None
+        classes = {name: spec.columns[interface_name][name].n_classes for name in columns}
+        train = _split(part.train_path, dtypes, classes, shape, ranks, where, file_order)
+        validation = None
+        if part.validation_path:
+            validation = _split(part.validation_path, dtypes, classes, shape, ranks, where)
         loaded[(part.dataset, part.part)] = PartData(
             part,
             interface_name,
@@ -113,6 +118,7 @@ def resident_dtypes(specs: dict[str, ColumnSpec], columns: list[str]) -> dict[st
 def _split(
     path: Path,
     dtypes: dict[str, np.dtype],
+    classes: dict[str, int],
     shape: ViewShape,
     ranks: Ranks,
     where: str,
@@ -126,8 +132,13 @@ def _split(
         window_range = rank_range(total, ranks)
     categorical = {name for name, dtype in dtypes.items() if np.issubdtype(dtype, np.integer)}
     stored = load_split(path, list(dtypes), categorical, file_order, window_range, dtypes)
+    check_training_windows(stored, path, classes, shape)
     windows = to_tensors(stored, categorical)
     window_index, end_slot = training_views(windows, shape)
+    if not len(window_index) and not ranks.joined:
+        raise UserError(
+            str(path), f"holds no views to train or validate on ({len(stored)} windows); {where} needs some"
+        )
     blocks = (len(window_index),)
     if file_order == "name":
         counts = file_window_counts(path, file_order)
@@ -141,6 +152,29 @@ def _split(
     if len(window_index) > real:
         blocks = (*blocks, len(window_index) - real)
     return SplitData(windows, window_index, end_slot, blocks, view_valid)
+
+
+def check_training_windows(stored: StoredWindows, path: Path, classes: dict[str, int], shape: ViewShape) -> None:
+    """The stored windows are wide enough for the views, and their ids are classes of the metadata."""
+    if not len(stored) or not stored.columns:
+        return
+    width = next(iter(stored.columns.values())).shape[1]
+    needed = shape.context_length + shape.target_offset
+    if width < needed:
+        raise UserError(
+            str(path),
+            f"holds windows of {width} items, but context_length {shape.context_length} + target_offset "
+            f"{shape.target_offset} needs {needed}: preprocess with a window_length of at least {needed}",
+        )
+    for name, values in stored.columns.items():
+        if name in classes and classes[name] and values.size:
+            smallest, largest = int(values.min()), int(values.max())
+            if smallest < 0 or largest >= classes[name]:
+                raise UserError(
+                    name,
+                    f"{path} holds the id {smallest if smallest < 0 else largest}, outside the "
+                    f"{classes[name]} classes its metadata gives the column (ids 0 to {classes[name] - 1})",
+                )
 
 
 def _counts_in_range(counts: list[int], window_range: tuple[int, int]) -> list[int]:

@@ -13,7 +13,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata
 from sequifier.data.pt_shards import windows_from_pt
-from sequifier.data.stored_windows import StoredWindows, filled_windows
+from sequifier.data.stored_windows import StoredWindows, check_bookkeeping, filled_windows
 
 
 def _batch_files(described: dict, file_order: str) -> list[dict]:
@@ -99,8 +99,11 @@ def load_split(
     columns = list(columns)
     chosen = {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns} | dict(dtypes or {})
     if path.is_dir():
-        return _windows_from_folder(path, columns, chosen, file_order, window_range)
-    from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV files
+        windows = _windows_from_folder(path, columns, chosen, file_order, window_range)
+    else:
+        from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV files
 
-    windows = windows_from_table(path, columns, chosen)
-    return windows.sliced(*window_range) if window_range else windows
+        windows = windows_from_table(path, columns, chosen)
+        windows = windows.sliced(*window_range) if window_range else windows
+    check_bookkeeping(windows, str(path))
+    return windows

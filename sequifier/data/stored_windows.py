@@ -55,6 +55,37 @@ class StoredWindows:
         )
 
 
+def check_bookkeeping(windows: StoredWindows, where: str) -> None:
+    """Every window's left padding fits the window (all of it padding: a window with nothing to predict) and the
+    window starts within its split's positions."""
+    if not len(windows) or not windows.columns:
+        return
+    width = next(iter(windows.columns.values())).shape[1]
+    pads = windows.left_pad_lengths
+    _refuse_first(where, (pads < 0) | (pads > width), pads, "leftPadLength", f"0 to {width} (windows of {width} items)")
+    ends = windows.split_end_item_positions
+    _refuse_first(
+        where,
+        windows.split_start_item_positions > ends,
+        windows.split_start_item_positions,
+        "splitStartItemPosition",
+        "at most the window's splitEndItemPosition",
+    )
+    _refuse_first(
+        where,
+        windows.start_item_positions > ends,
+        windows.start_item_positions,
+        "startItemPosition",
+        "at most the window's splitEndItemPosition",
+    )
+
+
+def _refuse_first(where: str, bad: np.ndarray, values: np.ndarray, column: str, allowed: str) -> None:
+    if bad.any():
+        row = int(np.flatnonzero(bad)[0])
+        raise UserError(where, f"window {row} has {column} {int(values[row])}; it must be {allowed}")
+
+
 def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], window_length: int) -> StoredWindows:
     """The windows of `parts` in order (`columns` and `window_length` shape an empty result)."""
     if len(parts) == 1:

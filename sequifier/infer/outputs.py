@@ -1,4 +1,4 @@
-"""Inference output tables (predictions, probabilities, embeddings) and writing them atomically.
+"""Inference output tables (predictions, probabilities, embeddings) and writing them (into staging: staged_parts.py).
 
 Every table starts with sequenceId, subsequenceId, windowStartOffset and itemPosition (see rows.py);
 rows of a window are adjacent.
@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from sequifier.atomic import atomic_path
 from sequifier.infer.codec import category_names, decode_values
 from sequifier.infer.rows import Rows
 
@@ -67,16 +66,8 @@ def embeddings_table(rows: Rows, embeddings: np.ndarray) -> pa.Table:
     return pa.table(columns)
 
 
-def clear_parts(folder: Path) -> None:
-    """Remove part files an earlier run left, so a folder holds one run's output."""
-    for old in folder.glob("part-*.*"):
-        if old.suffix in (".csv", ".parquet"):
-            old.unlink()
-
-
 def write_table(table: pa.Table, path: Path, write_format: str) -> None:
-    with atomic_path(path) as temporary:
-        if write_format == "csv":
-            pacsv.write_csv(table, temporary)
-        else:
-            pq.write_table(table, temporary)
+    if write_format == "csv":
+        pacsv.write_csv(table, path)
+    else:
+        pq.write_table(table, path)

@@ -24,9 +24,10 @@ from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer import checks
 from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.outputs import clear_parts, embeddings_table, generative_tables, write_table
+from sequifier.infer.outputs import embeddings_table, generative_tables, write_table
 from sequifier.infer.route import TrainingRoute, training_route
 from sequifier.infer.rows import label_rows
+from sequifier.infer.staged_parts import StagedParts
 from sequifier.infer.windows import (
     generation_start,
     load_windows,
@@ -138,7 +139,8 @@ def infer_model(
 ) -> list[Path]:
     """Predict every window with one model.
 
-    Writes part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/.
+    Writes part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/, all of them or, on an
+    error or interruption, none (the previous outputs stay).
     """
     contract = model.contract
     model.reseed(config.seed)
@@ -149,22 +151,36 @@ def infer_model(
         config.output_probabilities,
     )
     outputs = project_root / "outputs"
-    written: list[Path] = []
+    staged = StagedParts(outputs, model_file.stem)
     progress = Progress(f"infer {model_file.name}", len(stored), unit="windows")
-    for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
-        part = stored.sliced(start, start + WINDOWS_PER_PART)
-        tables = infer_part(model, part, config, chooser)
-        for name, table in tables.items():
-            kind, _, target = name.partition("/")
-            folder = outputs / kind / model_file.stem / target if target else outputs / kind / model_file.stem
-            if number == 0:
-                clear_parts(folder)
-            path = folder / f"part-{number:03d}.{config.write_format}"
-            write_table(table, path, config.write_format)
-            written.append(path)
-        progress.advance(len(part))
+    try:
+        try:
+            for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
+                part = stored.sliced(start, start + WINDOWS_PER_PART)
+                for name, table in infer_part(model, part, config, chooser).items():
+                    kind, _, target = name.partition("/")
+                    path = staged.path(kind, target, f"part-{number:03d}.{config.write_format}")
+                    write_table(table, path, config.write_format)
+                progress.advance(len(part))
+        except OSError as error:
+            raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
+        try:
+            written = staged.place()
+        except OSError as error:
+            raise _output_error(error, outputs, model_file, "some parts of this run may be in place") from None
+    finally:
+        staged.discard()
     progress.close()
     return written
+
+
+def _output_error(error: OSError, outputs: Path, model_file: Path, state: str) -> UserError:
+    """The error named by the file it concerns, unless that is a staged one (a hidden temp under outputs/)."""
+    where = Path(error.filename) if error.filename else outputs
+    if any(part.startswith(".") and part.endswith(".tmp") for part in where.parts):
+        where = outputs
+    problem = error.strerror or " ".join(str(error).split())[:200]
+    return UserError(str(where), f"cannot write the outputs of {model_file.name} ({problem}); {state}")
 
 
 def run_inference(

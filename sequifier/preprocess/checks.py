@@ -12,6 +12,9 @@ import pyarrow.compute as pc
 from sequifier.config.errors import UserError
 from sequifier.preprocess.sources import Batch
 
+INT64_MAX = np.iinfo(np.int64).max
+OUTSIDE_INT64 = "is outside the 64-bit signed integer range identifiers are stored in (-2**63 to 2**63 - 1)"
+
 
 def _first_null(column: pa.Array) -> int:
     return int(np.flatnonzero(column.is_null().to_numpy(zero_copy_only=False))[0])
@@ -23,13 +26,21 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
     if column.null_count:
         raise UserError(name, f"has a missing value at {batch.where(_first_null(column))}")
     if pa.types.is_integer(column.type):
-        return column.to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+        values = column.to_numpy(zero_copy_only=False)
+        if values.dtype == np.uint64 and len(values) and values.max() > INT64_MAX:
+            row = int(np.argmax(values > INT64_MAX))
+            raise UserError(name, f"{values[row]} at {batch.where(row)} {OUTSIDE_INT64}")
+        return values.astype(np.int64, copy=False)
     if pa.types.is_floating(column.type):
         values = column.to_numpy(zero_copy_only=False)
         bad = ~np.isfinite(values) | (values != np.round(values))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise UserError(name, f"must hold integers, found {float(values[row])!r} at {batch.where(row)}")
+        outside = (values < -(2.0**63)) | (values >= 2.0**63)
+        if outside.any():
+            row = int(np.flatnonzero(outside)[0])
+            raise UserError(name, f"{float(values[row])!r} at {batch.where(row)} {OUTSIDE_INT64}")
         return values.astype(np.int64)
     raise UserError(name, f"must hold integers, found type {column.type} in {batch.file}")
 

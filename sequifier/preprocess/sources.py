@@ -92,6 +92,14 @@ def input_files(config: PreprocessConfig) -> list[Path]:
     return files
 
 
+COMPRESSED_MAGIC = (  # the first bytes of compressed files, which no text file starts with
+    (b"\x1f\x8b", "gzip"),
+    (b"\x28\xb5\x2f\xfd", "zstd"),
+    (b"\xfd7zXZ\x00", "xz"),
+    (b"PK\x03\x04", "zip"),
+)
+
+
 def _decoded(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
@@ -104,6 +112,12 @@ def _csv_schema(path: Path) -> pa.Schema:
             head = head[: head.rfind(b"\n") + 1]
     if not head.strip():
         raise UserError(str(path), "the input file is empty")
+    compression = next((name for magic, name in COMPRESSED_MAGIC if head.startswith(magic)), None)
+    if compression:
+        raise UserError(
+            str(path),
+            f"is {compression}-compressed; csv inputs must be plain text: decompress it, or convert it to parquet",
+        )
     try:
         table = pv.read_csv(pa.py_buffer(head), read_options=pv.ReadOptions(use_threads=False))
     except pa.ArrowInvalid:  # e.g. a quoted field with line breaks cut at the end of the head
@@ -121,6 +135,11 @@ def _file_schema(path: Path, read_format: str) -> pa.Schema:
         schema = _csv_schema(path) if read_format == "csv" else pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as error:
         raise UserError(str(path), f"cannot read as {read_format} ({' '.join(str(error).split())})") from None
+    repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
+    if repeated:
+        raise UserError(
+            str(path), f"has more than one column named {', '.join(map(repr, repeated))}; names must be unique"
+        )
     return pa.schema([pa.field(f.name, _decoded(f.type)) for f in schema])
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from sequifier.atomic import write_text_atomic
+from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
 from sequifier.config.errors import UserError
 from sequifier.project.demo_data import write_demo_data
 
@@ -83,10 +83,35 @@ write_format: csv
 
 
 def make_project(folder: Path, demo: bool) -> None:
-    if folder.exists() and any(folder.iterdir()):
+    """Write the project into a hidden folder beside `folder`, then rename it into place: all of it or nothing."""
+    target = folder.resolve()
+    if target.is_file() or (target.is_dir() and any(target.iterdir())):
         raise UserError(str(folder), "already exists and is not empty; choose a new project name")
+    model_name = f"{target.name}-model"
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temps(target)
+        staged = temp_path_for(target)
+        try:
+            facts = _write_project(staged, model_name, demo)
+            replace_durably(staged, target)
+        finally:
+            remove_path(staged)
+    except OSError as error:
+        problem = error.strerror or " ".join(str(error).split())[:200]
+        raise UserError(str(folder), f"cannot create the project there ({problem}); nothing was created") from None
+    print(f"created project {folder} with configs/preprocess.yaml, configs/train.yaml, configs/infer.yaml")
+    if facts:
+        print(f"wrote {folder / 'data' / 'demo.parquet'}: a Markov chain over {facts['n_events']} events")
+        floor = facts["entropy_rate_nats"]
+        print(f"achievable loss floor for the next event (the chain's entropy rate): {floor:.4f} nats")
+    else:
+        print(f"put your table at {folder / 'data' / 'data.parquet'} and edit the column names in configs/")
+
+
+def _write_project(folder: Path, model_name: str, demo: bool) -> dict | None:
+    """The configs, the data folder and, for a demo, its data and facts; the demo's facts."""
     data_stem = "demo" if demo else "data"
-    model_name = f"{folder.name}-model"
     files = {
         "configs/preprocess.yaml": PREPROCESS.format(data_file=f"{data_stem}.parquet"),
         "configs/train.yaml": TRAIN.format(model_name=model_name, data_stem=data_stem, epochs=3 if demo else 10),
@@ -95,14 +120,11 @@ def make_project(folder: Path, demo: bool) -> None:
     for relative, text in files.items():
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_text_atomic(path, text)
-    (folder / "data").mkdir(exist_ok=True)
-    print(f"created project {folder} with configs/preprocess.yaml, configs/train.yaml, configs/infer.yaml")
-    if demo:
-        chain = write_demo_data(folder / "data" / "demo.parquet")
-        facts = {"entropy_rate_nats": chain.entropy_rate, "n_events": len(chain.transitions)}
-        write_text_atomic(folder / DEMO_FACTS, json.dumps(facts, indent=2))
-        print(f"wrote {folder / 'data' / 'demo.parquet'}: a Markov chain over {len(chain.transitions)} events")
-        print(f"achievable loss floor for the next event (the chain's entropy rate): {chain.entropy_rate:.4f} nats")
-    else:
-        print(f"put your table at {folder / 'data' / 'data.parquet'} and edit the column names in configs/")
+        path.write_text(text)
+    (folder / "data").mkdir()
+    if not demo:
+        return None
+    chain = write_demo_data(folder / "data" / "demo.parquet")
+    facts = {"entropy_rate_nats": chain.entropy_rate, "n_events": len(chain.transitions)}
+    (folder / DEMO_FACTS).write_text(json.dumps(facts, indent=2))
+    return facts

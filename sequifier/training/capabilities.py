@@ -22,6 +22,8 @@ def check_supported(config: TrainConfig) -> None:
         problems.add(
             "device", f"{config.device!r} was requested but CUDA is not available on this machine; use device: cpu"
         )
+    if config.device == "mps" and not torch.backends.mps.is_available():
+        problems.add("device", "'mps' was requested but this machine and torch build have no MPS; use device: cpu")
     check_arguments(training, problems)
     if training.num_threads is not None and training.num_threads < 1:
         problems.add("global_training.num_threads", f"must be at least 1, got {training.num_threads}")

@@ -34,6 +34,11 @@ def _misspelled_override(project: Path) -> list[str]:
     return ["train", "global_training.batchsize=8"]
 
 
+def _config_group_set_to_null(project: Path) -> list[str]:
+    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
+    return ["train", "model=null"]
+
+
 def _missing_preprocess_config(project: Path) -> list[str]:
     return ["preprocess", "--config-path", "configs/absent.yaml"]
 
@@ -52,6 +57,7 @@ CASES = [
     (_missing_file, ["configs/nothing.yaml", "not found"]),
     (_bad_override_type, ["global_training.batch_size", "'abc'"]),
     (_misspelled_override, ["global_training.batchsize"]),
+    (_config_group_set_to_null, ["model=null", "takes the name of a preset"]),
     (_missing_preprocess_config, ["configs/absent.yaml"]),
     (_missing_infer_model, ["models/none.onnx", "does not exist"]),
 ]

@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 
 import pyarrow.parquet as pq
+import pytest
 from conftest import run_sequifier
 
 
@@ -58,6 +59,19 @@ def test_bad_column_is_one_line_and_leaves_nothing(reference_project: Path):
     assert result.returncode == 2
     assert result.stderr.strip().splitlines()[-1].startswith("error: amout: selected column is not in the input")
     assert sorted(p.name for p in (reference_project / "data").iterdir()) == before
+
+
+@pytest.mark.parametrize("columns", ["", "event,,amount"])
+def test_an_empty_selected_column_name_is_refused(reference_project: Path, columns: str):
+    result = run_sequifier(
+        ["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--selected-columns", columns],
+        reference_project,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == (
+        f"error: --selected-columns: {columns!r} has an empty name; give comma-separated column names, "
+        "e.g. --selected-columns event,amount"
+    )
 
 
 def test_help_explains_the_preprocess_flags(reference_project: Path):

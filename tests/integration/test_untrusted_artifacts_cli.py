@@ -85,6 +85,13 @@ def set_value(path: Path, column: str, value: float) -> None:
     pq.write_table(table.set_column(table.schema.get_field_index("0"), "0", pa.array(values)), path)
 
 
+def set_bookkeeping(path: Path, column: str, value: int) -> None:
+    table = pq.read_table(path)
+    values = table.column(column).to_numpy().copy()
+    values[:] = value
+    pq.write_table(table.set_column(table.schema.get_field_index(column), column, pa.array(values)), path)
+
+
 CASES = [
     ("contract-not-json", "onnx.yaml", GENERATIVE, lambda u: set_contract(u / GENERATIVE, "{not json"), "not JSON"),
     (
@@ -145,6 +152,27 @@ CASES = [
         "windows.parquet",
         lambda u: set_value(u / "windows.parquet", "event", 99.0),
         "the largest allowed id is 14",
+    ),
+    (
+        "stored-padding-beyond-the-window",
+        "onnx.yaml",
+        "windows.parquet",
+        lambda u: set_bookkeeping(u / "windows.parquet", "leftPadLength", 500),
+        "leftPadLength 500; it must be 0 to",
+    ),
+    (
+        "stored-negative-padding",
+        "onnx.yaml",
+        "windows.parquet",
+        lambda u: set_bookkeeping(u / "windows.parquet", "leftPadLength", -3),
+        "leftPadLength -3",
+    ),
+    (
+        "stored-split-ending-before-the-window",
+        "onnx.yaml",
+        "windows.parquet",
+        lambda u: set_bookkeeping(u / "windows.parquet", "splitEndItemPosition", -1),
+        "at most the window's splitEndItemPosition",
     ),
 ]
 

@@ -63,6 +63,14 @@ def test_an_escaping_exception_exits_normally_with_its_traceback(tmp_path):
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
+def test_ctrl_c_that_reaches_the_top_exits_130_with_one_line(tmp_path):
+    done = _run(tmp_path, "raise KeyboardInterrupt")
+    assert done.returncode == 130
+    assert "Traceback" not in done.stderr and "stopped by Ctrl-C" in done.stderr
+    assert (tmp_path / "thread.txt").read_text() == "done"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
 def test_the_command_line_exits_with_the_commands_code(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "sequifier", "train", "--config-path", str(tmp_path / "missing.yaml")],

@@ -1126,6 +1126,17 @@ VALIDATION_ROWS = [
         "4 processes need distributed: true",
     ),
     row("device-gpu", {"device": "gpu"}, "device", "'gpu' is not a device; use cpu, cuda, cuda:N or mps"),
+    row("model-name-empty", {"model_name": ""}, "model_name", "'' cannot name the model's files"),
+    row("model-name-outside-the-project", {"model_name": "../../escaped"}, "model_name", "start with no '.'"),
+    row("model-name-with-a-folder", {"model_name": "a/b"}, "model_name", "hold no '/'"),
+    pytest.param(
+        "singleton",
+        {"device": "mps"},
+        "device",
+        "'mps' was requested but this machine and torch build have no MPS",
+        id="device-mps-without-mps",
+        marks=pytest.mark.skipif(torch.backends.mps.is_available(), reason="this machine has MPS"),
+    ),
     pytest.param(
         "singleton",
         {"device": "cuda"},

@@ -140,3 +140,21 @@ def test_a_split_folder_lists_only_its_own_shards_with_counts(entry, tmp_path: P
     (tmp_path / "metadata.json").write_text(json.dumps(described))
     with pytest.raises(UserError, match="batch_files"):
         read_folder_metadata(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("files", "total", "message"),
+    [
+        ([{"path": "a.pt", "samples": 8}, {"path": "a.pt", "samples": 8}], 16, "lists a.pt more than once"),
+        ([{"path": "a.pt", "samples": 8}], 100, "total_samples is 100, but the samples of batch_files sum to 8"),
+    ],
+    ids=["a-shard-twice", "a-total-that-disagrees"],
+)
+def test_a_split_folder_lists_each_shard_once_and_counts_them_all(files, total, message, tmp_path: Path):
+    write_folder_metadata(tmp_path, 0, read_metadata(METADATA), [{"path": "a.pt", "samples": 8}])
+    described = json.loads((tmp_path / "metadata.json").read_text())
+    described.update(batch_files=files, total_samples=total)
+    (tmp_path / "metadata.json").write_text(json.dumps(described))
+    with pytest.raises(UserError, match=message) as error:
+        read_folder_metadata(tmp_path)
+    assert error.value.where == str(tmp_path / "metadata.json")

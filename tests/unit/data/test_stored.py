@@ -145,6 +145,7 @@ def test_shard_count_mismatch_names_the_shard(tmp_path):
     shutil.copytree(pt_folder(0), folder)
     described = json.loads((folder / "metadata.json").read_text())
     described["batch_files"][0]["samples"] += 1
+    described["total_samples"] += 1
     (folder / "metadata.json").write_text(json.dumps(described))
     with pytest.raises(UserError, match="holds 154 windows") as error:
         load_split(folder, ["event"], METADATA.categorical_columns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import signal
@@ -114,6 +115,35 @@ CASES = [
         "itemPosition",
         "must hold integers, found 0.5 at row 1 of {root}/" + DATA,
     ),
+    (
+        "sequenceId beyond int64 (uint64)",
+        {},
+        {
+            DATA: with_column(
+                good_table(), "sequenceId", pa.array(np.repeat(np.arange(3, dtype=np.uint64), 12) + np.uint64(2**63))
+            )
+        },
+        None,
+        "sequenceId",
+        "9223372036854775808 at row 1 of {root}/" + DATA + " is outside the 64-bit signed integer range",
+    ),
+    (
+        "sequenceId beyond int64 (float)",
+        {},
+        {DATA: with_column(good_table(), "sequenceId", np.repeat(np.arange(3), 12) * 1e15 + 1e19)},
+        None,
+        "sequenceId",
+        "1e+19 at row 1 of {root}/" + DATA + " is outside the 64-bit signed integer range",
+    ),
+    (
+        "a column name twice",
+        {},
+        {DATA: pa.table([*good_table().columns, good_table()["amount"]], names=[*good_table().column_names, "amount"])},
+        None,
+        "{root}/" + DATA,
+        "more than one column named 'amount'",
+    ),
+    ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),
     (
         "string itemPosition",
         {},
@@ -409,6 +439,8 @@ def write_input(path: Path, content) -> None:
         (pv.write_csv if path.suffix == ".csv" else pq.write_table)(content, path)
     elif isinstance(content, dict):
         path.write_text(json.dumps(content))
+    elif isinstance(content, bytes):
+        path.write_bytes(content)
     else:
         path.write_text(content)
 

@@ -1,0 +1,55 @@
+"""A model's inference outputs, written into hidden folders beside their final ones and moved in once all are written.
+
+An error or an interruption while predicting leaves the previous outputs of every kind as they were. Staging
+folders are temps of the final folders (atomic.temp_path_for): one that a killed run left is removed by the
+next run of the same model. Once in place, a folder holds this run's part files only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
+
+PART_SUFFIXES = (".csv", ".parquet")
+
+
+class StagedParts:
+    """Part files of one model under outputs/<kind>/<model>[/<target>], staged per kind until `place`."""
+
+    def __init__(self, outputs: Path, model: str):
+        self.outputs = outputs
+        self.model = model
+        self.stages: dict[str, Path] = {}
+        self.parts: list[tuple[Path, Path]] = []  # (staged file, final file)
+
+    def path(self, kind: str, target: str, name: str) -> Path:
+        """Where to write part `name` of `kind` (and `target`, for probabilities); its folders exist."""
+        if kind not in self.stages:
+            final = self.outputs / kind / self.model
+            remove_stale_temps(final)
+            self.stages[kind] = temp_path_for(final)
+        staged = self.stages[kind] / target / name
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        self.parts.append((staged, self.outputs / kind / self.model / target / name))
+        return staged
+
+    def place(self) -> list[Path]:
+        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths."""
+        folders = {final.parent for _, final in self.parts}
+        for folder in folders:
+            folder.mkdir(parents=True, exist_ok=True)
+        for staged, final in self.parts:
+            replace_durably(staged, final)
+        placed = {final for _, final in self.parts}
+        for folder in folders:
+            for old in folder.glob("part-*.*"):
+                if old.suffix in PART_SUFFIXES and old not in placed:
+                    old.unlink()
+        self.discard()
+        return [final for _, final in self.parts]
+
+    def discard(self) -> None:
+        """Remove the staging folders and whatever is still in them."""
+        for stage in self.stages.values():
+            remove_path(stage)

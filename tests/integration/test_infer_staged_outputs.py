@@ -1,0 +1,84 @@
+"""Inference outputs appear whole or not at all: failures and interruptions leave the previous outputs as they were."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from infer_helpers import GENERATIVE, export_all, infer
+
+import sequifier.infer.runner as runner
+from sequifier.atomic import temp_path_for
+from sequifier.config.errors import UserError
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    export_all(tmp_path)
+    return tmp_path
+
+
+def _folder(project: Path, kind: str = "predictions") -> Path:
+    return project / "outputs" / kind / Path(GENERATIVE).stem
+
+
+def _snapshot(folder: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()
+    }
+
+
+def _hidden(project: Path) -> list[Path]:
+    return [path for path in (project / "outputs").rglob(".*") if path.name.endswith(".tmp")]
+
+
+def test_an_interruption_between_parts_leaves_every_kind_of_the_previous_outputs(project, monkeypatch):
+    infer(project, GENERATIVE, output_probabilities=True)
+    before = {kind: _snapshot(_folder(project, kind)) for kind in ("predictions", "probabilities")}
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 5)
+    real_part, calls = runner.infer_part, []
+
+    def interrupted_part(*args):
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real_part(*args)
+
+    monkeypatch.setattr(runner, "infer_part", interrupted_part)
+    with pytest.raises(KeyboardInterrupt):
+        infer(project, GENERATIVE, output_probabilities=True, seed=7, write_format="parquet")
+    assert {kind: _snapshot(_folder(project, kind)) for kind in before} == before
+    assert _hidden(project) == []
+
+
+def test_a_run_of_fewer_parts_replaces_all_parts_of_the_earlier_run(project, monkeypatch):
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 5)
+    many = infer(project, GENERATIVE)
+    assert len(many) > 2
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 100_000)
+    (_folder(project) / "notes.txt").write_text("mine")
+    assert infer(project, GENERATIVE) == [_folder(project) / "part-000.csv"]
+    assert sorted(p.name for p in _folder(project).iterdir()) == ["notes.txt", "part-000.csv"]
+
+
+def test_an_output_folder_that_is_a_file_is_a_clear_error_that_changes_nothing(project):
+    folder = _folder(project)
+    folder.parent.mkdir(parents=True)
+    folder.write_text("a file of the user's")
+    with pytest.raises(UserError) as caught:
+        infer(project, GENERATIVE)
+    assert str(folder) in str(caught.value) and GENERATIVE in str(caught.value)
+    assert folder.read_text() == "a file of the user's"
+    assert _hidden(project) == []
+
+
+def test_staging_a_killed_run_left_is_removed_by_the_next_run(project):
+    stale = temp_path_for(_folder(project))
+    dead = 2**22 + 12345  # above the default pid_max of 4,194,304: no such process
+    stale = stale.with_name(stale.name.replace(f".{os.getpid()}.", f".{dead}."))
+    (stale / "part-000.csv").parent.mkdir(parents=True)
+    (stale / "part-000.csv").write_text("half")
+    infer(project, GENERATIVE)
+    assert not stale.exists()
+    assert (_folder(project) / "part-000.csv").is_file()
