@@ -3,22 +3,36 @@
 With torch loaded, a normal exit spends about a second freeing every module and running the C++ libraries'
 static destructors; nothing of that reaches a file. Before leaving, non-daemon threads are joined and the
 atexit handlers run (logging flushes its handlers there), then stdout and stderr are flushed, as a normal
-exit would. Ctrl-C (SIGINT) that reaches the top ends the process with one line and code 130, as a shell
-reports it; an other exception that escapes the command still takes the normal way out, with its traceback.
+exit would. Ctrl-C (SIGINT) or SIGTERM that reaches the top (no part of the command handles it: preprocess
+and training stop on their own) unwinds the command, so that its cleanup runs, and ends the process with one
+line and code 130 / 143, as a shell reports them; any other exception that escapes the command still takes the
+normal way out, with its traceback.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import signal
 import sys
 import threading
 from typing import Callable, NoReturn
 
-INTERRUPTED = 128 + 2  # the status a shell gives a process that SIGINT ended
+INTERRUPTED = 128 + signal.SIGINT  # the statuses a shell gives a process that SIGINT / SIGTERM ended
+TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived while the command had no handler of its own for it."""
+
+
+def _raise_terminated(number: int, frame: object) -> None:
+    raise Terminated
 
 
 def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_terminated)
     try:
         status = main()
     except SystemExit as stop:
@@ -26,6 +40,9 @@ def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
     except KeyboardInterrupt:
         print("stopped by Ctrl-C (SIGINT)", file=sys.stderr)
         status = INTERRUPTED
+    except Terminated:
+        print("stopped by SIGTERM", file=sys.stderr)
+        status = TERMINATED
     leave(status)
 
 

@@ -10,6 +10,7 @@ validates the composed data into the frozen TrainConfig.
 from __future__ import annotations
 
 import itertools
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -21,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.expand import expand_singletons
+from sequifier.config.fragments import KEY as FRAGMENTS_KEY
 from sequifier.config.fragments import compose_file
 from sequifier.config.schema import TrainConfig, hydra_defaults
 from sequifier.config.validate import reject_historical, validate
@@ -55,6 +57,12 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         raise UserError("command line", str(error).splitlines()[0]) from None
     choices, swept = [], []
     for override in parsed:
+        if override.key_or_group.lstrip("+~") == FRAGMENTS_KEY:
+            raise UserError(
+                override.input_line,
+                f"{FRAGMENTS_KEY} is read from the config file before the command line applies; list the fragments "
+                "in the file, or pass --config-path a file that lists them",
+            )
         if override.is_sweep_override():
             key = override.get_key_element()
             swept.append(override.key_or_group)
@@ -127,7 +135,7 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
                 _check_override_keys(compose(config_name=ENTRY_NAME, overrides=selections + [SEARCH_PATH]), overrides)
                 raise
     except (HydraException, OmegaConfBaseException) as error:
-        raise UserError(str(entry.config_file), " ".join(str(error).split())) from None
+        raise _composition_error(entry, overrides, " ".join(str(error).split())) from None
     except ValueError as error:  # Hydra's answer to a config group given null, e.g. model=null
         nulls = [o for o in overrides if o.partition("=")[2].strip() in ("null", "~", "")]
         where = nulls[0] if nulls else str(entry.config_file)
@@ -135,6 +143,19 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
         raise UserError(
             where, f"{problem}; a config group takes the name of a preset, and ~KEY removes a field"
         ) from None
+
+
+def _composition_error(entry: TrainEntry, overrides: list[str], message: str) -> UserError:
+    """Hydra's error, named by the override that chose a missing preset (and without its search path) if one did."""
+    missing = re.search(r"Could not find '([^']+)'", message)
+    if missing:
+        group, _, option = missing.group(1).rpartition("/")
+        chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@")[0] == group]
+        if chosen:
+            offered = re.search(r"Available options in '[^']+': (.*?) Config search path", message)
+            options = f"; the presets of {group} are {offered.group(1)}" if offered else ""
+            return UserError(chosen[-1], f"there is no preset {option!r} in {group}{options}")
+    return UserError(str(entry.config_file), message)
 
 
 def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
@@ -181,9 +202,9 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
                 where = ".".join(walked + [part])
                 raise UserError(
                     where,
-                    "unknown field"
+                    "is not in the config file"
                     + did_you_mean(part, [str(k) for k in node])
-                    + f"; to add a new field write +{key}=...",
+                    + f"; to set a field the file leaves out, write +{override}",
                 )
             walked.append(part)
             node = node[part]

@@ -28,6 +28,12 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise UserError(str(path), "cannot read the config file: " + " ".join(str(error).split())) from None
     try:
+        top = yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        raise UserError(str(path), _yaml_syntax_problem(error)) from None
+    if top is not None and not isinstance(top, dict):  # an empty file is an empty mapping
+        raise UserError(str(path), f"must contain a mapping of fields at the top level, not a {type(top).__name__}")
+    try:
         data = OmegaConf.load(io.StringIO(text))
     except yaml.YAMLError as error:
         raise UserError(str(path), _yaml_syntax_problem(error)) from None

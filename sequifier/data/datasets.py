@@ -12,6 +12,7 @@ from torch import Tensor
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
 from sequifier.config.resolve import PartSpec, RunSpec
+from sequifier.data.fingerprint import check_same_meanings
 from sequifier.data.stored import file_window_counts, load_split
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
@@ -88,6 +89,9 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
         shape = view_shape(spec, interface_name)
         where = f"dataset_training.{part.dataset}.parts.{part.part}"
         classes = {name: spec.columns[interface_name][name].n_classes for name in columns}
+        for path in (part.train_path, part.validation_path):
+            if path is not None:
+                check_same_meanings(path, part.metadata, part.metadata_path)
         train = _split(part.train_path, dtypes, classes, shape, ranks, where, file_order)
         validation = None
         if part.validation_path:
@@ -167,6 +171,8 @@ def check_training_windows(stored: StoredWindows, path: Path, classes: dict[str,
             f"{shape.target_offset} needs {needed}: preprocess with a window_length of at least {needed}",
         )
     for name, values in stored.columns.items():
+        if not classes.get(name) and np.issubdtype(values.dtype, np.floating) and not np.isfinite(values).all():
+            raise UserError(name, f"{path} holds NaN or infinite values; real columns must be finite")
         if name in classes and classes[name] and values.size:
             smallest, largest = int(values.min()), int(values.max())
             if smallest < 0 or largest >= classes[name]:

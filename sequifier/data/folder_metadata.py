@@ -8,7 +8,7 @@ from typing import Any
 
 from sequifier.atomic import write_text_atomic
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import DatasetMetadata, is_int, read_json
+from sequifier.data.metadata import DatasetMetadata, is_int, metadata_from_dict, read_json
 
 # Key order of a sharded split folder's metadata.json written by sequifier 3.x.
 FOLDER_KEY_ORDER = (
@@ -75,6 +75,12 @@ def read_folder_metadata(folder: Path) -> dict:
     if not is_int(window_length) or window_length < 1:
         raise UserError(str(path), "window_length must be a positive integer")
     return raw
+
+
+def folder_meanings(folder: Path) -> DatasetMetadata:
+    """The categories, statistics and layouts a split folder's shards were written with (its metadata.json)."""
+    raw = read_folder_metadata(folder)
+    return metadata_from_dict({"split_paths": [], **raw}, where=str(Path(folder) / FOLDER_METADATA))
 
 
 def _is_batch_file(entry: Any) -> bool:

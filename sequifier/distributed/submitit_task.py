@@ -37,7 +37,7 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     """The signals that stop a run gracefully in this process."""
     if in_submitit_job():
         return tuple(dict.fromkeys((requeue_signal(), signal.SIGUSR1)))
-    return (signal.SIGTERM, signal.SIGUSR1)
+    return (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
 
 
 def join_job_tasks(distributed: bool) -> None:

@@ -94,26 +94,26 @@ def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dic
                 metadata.depth_layouts.get(layout),
                 definition,
                 model_file,
-                metadata_path.name,
+                str(metadata_path),
             )
     for name, column in contract["columns"].items():
         if name not in metadata.column_data_types:
             raise UserError(
                 "metadata_config_path",
-                f"{metadata_path.name} has no column {name!r}, which {model_file.name} reads or predicts",
+                f"{str(metadata_path)} has no column {name!r}, which {model_file.name} reads or predicts",
             )
         if column["kind"] == "categorical":
             if metadata.id_maps.get(name) != column["id_map"]:
                 raise UserError(
                     f"id_maps.{name}",
-                    f"{metadata_path.name} maps {len(metadata.id_maps.get(name, {}))} values, "
+                    f"{str(metadata_path)} maps {len(metadata.id_maps.get(name, {}))} values, "
                     f"{model_file.name} was trained on a different map of {len(column['id_map'])} values",
                 )
         else:
             stated = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
             if stated != column["statistics"]:
                 raise disagree(
-                    f"selected_columns_statistics.{name}", stated, column["statistics"], model_file, metadata_path.name
+                    f"selected_columns_statistics.{name}", stated, column["statistics"], model_file, str(metadata_path)
                 )
 
 

@@ -19,6 +19,8 @@ import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
+from sequifier.data.fingerprint import check_same_meanings
+from sequifier.data.folder_metadata import FOLDER_METADATA, folder_meanings
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer import checks
@@ -205,7 +207,12 @@ def run_inference(
         if sources.route:
             checks.check_train_values(sources.route.expected, contract, model_file, sources.route.source)
         if sources.metadata_path:
-            checks.check_metadata(read_metadata(sources.metadata_path), sources.metadata_path, contract, model_file)
+            metadata = read_metadata(sources.metadata_path)
+            checks.check_metadata(metadata, sources.metadata_path, contract, model_file)
+            check_same_meanings(sources.data_path, metadata, sources.metadata_path)
+        if sources.data_path.is_dir():
+            folder = sources.data_path / FOLDER_METADATA
+            checks.check_metadata(folder_meanings(sources.data_path), folder, contract, model_file)
     started = time.perf_counter()
     stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
     for model_file, contract in contracts:

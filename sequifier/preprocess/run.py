@@ -12,6 +12,7 @@ import pyarrow as pa
 
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import PreprocessConfig
+from sequifier.data.fingerprint import meanings_fingerprint
 from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
@@ -209,9 +210,10 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)
     codes = {name: codes_for(name, scanned.values[name], meaning) for name, meaning in meanings.items()}
-    shared = replace(shared, statistics=statistics, codes=codes)
+    metadata = _metadata(config, form, columns, meanings, statistics, normalize, seed)
+    form = replace(form, fingerprint=meanings_fingerprint(metadata))
+    shared = replace(shared, statistics=statistics, codes=codes, output=form)
     entries = _write(shared, groups, config)
-    metadata = _metadata(config, form, columns, meanings, shared.statistics, normalize, seed)
     moves = []
     for split, split_entries in enumerate(entries):
         staged = form.stage / form.split_name(split)

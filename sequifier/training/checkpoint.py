@@ -2,11 +2,14 @@
 
 Each is written atomically (sequifier/atomic.py) and read with `torch.load(weights_only=True)`, so a
 file that carries code is refused without running it. A file of another format or version is
-refused whole, never half-loaded.
+refused whole, never half-loaded. Each carries the SHA-256 digest of its state (every key, value and
+tensor byte), checked on reading, so damage that still unpickles is refused instead of resumed from;
+checkpoints written before the digest existed are read without it.
 """
 
 from __future__ import annotations
 
+import hashlib
 import pickle
 import shutil
 from pathlib import Path
@@ -20,6 +23,7 @@ from sequifier.config.errors import UserError
 FORMAT = "sequifier_checkpoint"
 VERSION = 1
 LATEST = "latest.pt"
+DIGEST = "digest"
 
 
 def checkpoint_dir(project_root: Path, model_name: str) -> Path:
@@ -33,7 +37,7 @@ def checkpoint_path(directory: Path, name: str | None) -> Path:
 
 def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -> Path:
     """Write the snapshot `name` (None: only latest) and refresh `latest.pt` from it; returns the file written first."""
-    payload = {"format": FORMAT, "version": VERSION, **state}
+    payload = {"format": FORMAT, "version": VERSION, **state, DIGEST: state_digest(state)}
     first = checkpoint_path(directory, name)
     with atomic_path(first) as temporary:
         torch.save(payload, temporary)
@@ -59,4 +63,38 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
             str(path),
             f"checkpoint version {state.get('version')!r} cannot be resumed by this sequifier (it reads {VERSION})",
         )
+    written = state.pop(DIGEST, None)
+    if written is not None:
+        contents = {key: value for key, value in state.items() if key not in ("format", "version")}
+        if written != state_digest(contents):
+            raise UserError(
+                str(path),
+                "damaged: its contents differ from the digest written with them; resume from "
+                "another checkpoint of the folder (epoch-N.pt, batch-N.pt) or start anew",
+            )
     return state
+
+
+def state_digest(state: Any) -> str:
+    """SHA-256 of a checkpoint's state: keys sorted, values by their repr, tensors by dtype, shape and bytes."""
+    hasher = hashlib.sha256()
+    _feed(hasher, state)
+    return hasher.hexdigest()
+
+
+def _feed(hasher: Any, value: Any) -> None:
+    if isinstance(value, torch.Tensor):
+        flat = value.detach().cpu().contiguous().reshape(-1)
+        hasher.update(f"tensor {flat.dtype} {tuple(value.shape)}".encode())
+        hasher.update(flat.view(torch.uint8).numpy().tobytes())
+    elif isinstance(value, dict):
+        hasher.update(f"dict {len(value)}".encode())
+        for key in sorted(value, key=repr):
+            hasher.update(repr(key).encode())
+            _feed(hasher, value[key])
+    elif isinstance(value, (list, tuple)):
+        hasher.update(f"sequence {len(value)}".encode())
+        for item in value:
+            _feed(hasher, item)
+    else:
+        hasher.update(f"{type(value).__name__} {value!r}".encode())

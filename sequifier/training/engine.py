@@ -29,6 +29,7 @@ from sequifier.distributed.totals import summed_totals
 from sequifier.export.artifacts import export_run
 from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.checkpoint import checkpoint_dir
+from sequifier.training.claim import claimed_outputs
 from sequifier.training.curves import draw_run_curves
 from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals
@@ -315,7 +316,8 @@ class Trainer:
 
 def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
     """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
-    trainer = Trainer(spec, ranks=ranks)
-    if trainer.device.type == "cpu":
-        keep_freed_memory()
-    return trainer.run()
+    with claimed_outputs(spec, writes=ranks.is_main):
+        trainer = Trainer(spec, ranks=ranks)
+        if trainer.device.type == "cpu":
+            keep_freed_memory()
+        return trainer.run()

@@ -1,4 +1,4 @@
-"""Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption).
+"""Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption), and on Ctrl-C.
 
 Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (distributed/submitit_task.py).
 

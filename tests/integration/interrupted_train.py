@@ -4,7 +4,7 @@
 
 MODE: kill-after-batch (SIGKILL itself after the run's N-th batch), kill-in-checkpoint (SIGKILL while
 the N-th checkpoint file is half written), sigterm-after-batch (SIGTERM itself once after batch N),
-sigterm-twice (SIGTERM twice after batch N).
+sigterm-twice (SIGTERM twice after batch N), sigint-after-batch (SIGINT, as Ctrl-C sends, once after batch N).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def main() -> int:
         if self.progress.global_batch == n and mode != "kill-in-checkpoint":
             if mode == "kill-after-batch":
                 os.kill(os.getpid(), signal.SIGKILL)
-            os.kill(os.getpid(), signal.SIGTERM)
+            os.kill(os.getpid(), signal.SIGINT if mode == "sigint-after-batch" else signal.SIGTERM)
             if mode == "sigterm-twice":
                 os.kill(os.getpid(), signal.SIGTERM)
 

@@ -24,19 +24,15 @@ def _missing_file(project: Path) -> list[str]:
     return ["train", "--config-path", "configs/nothing.yaml"]
 
 
-def _bad_override_type(project: Path) -> list[str]:
-    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
-    return ["train", "global_training.batch_size=abc"]
+def _train_with(override: str):
+    """`sequifier train OVERRIDE` on the tiny config."""
 
+    def case(project: Path) -> list[str]:
+        write_yaml(project / "configs" / "train.yaml", tiny_train_config())
+        return ["train", override]
 
-def _misspelled_override(project: Path) -> list[str]:
-    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
-    return ["train", "global_training.batchsize=8"]
-
-
-def _config_group_set_to_null(project: Path) -> list[str]:
-    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
-    return ["train", "model=null"]
+    case.__name__ = override
+    return case
 
 
 def _missing_preprocess_config(project: Path) -> list[str]:
@@ -55,9 +51,20 @@ CASES = [
     (_unknown_top_level, ["sed", "did you mean 'seed'"]),
     (_yaml_syntax, ["train.yaml", "line 3"]),
     (_missing_file, ["configs/nothing.yaml", "not found"]),
-    (_bad_override_type, ["global_training.batch_size", "'abc'"]),
-    (_misspelled_override, ["global_training.batchsize"]),
-    (_config_group_set_to_null, ["model=null", "takes the name of a preset"]),
+    (_train_with("global_training.batch_size=abc"), ["global_training.batch_size", "'abc'"]),
+    (
+        _train_with("global_training.batchsize=8"),
+        ["global_training.batchsize", "did you mean 'batch_size'", "+global_training.batchsize=8"],
+    ),
+    (_train_with("model=null"), ["model=null", "takes the name of a preset"]),
+    (
+        _train_with("additional_config_paths=[configs/missing.yaml]"),
+        ["additional_config_paths=[configs/missing.yaml]", "list the fragments in the file"],
+    ),
+    (
+        _train_with("model/backbone=nope"),
+        ["model/backbone=nope", "there is no preset 'nope' in model/backbone", "small"],
+    ),
     (_missing_preprocess_config, ["configs/absent.yaml"]),
     (_missing_infer_model, ["models/none.onnx", "does not exist"]),
 ]

@@ -27,7 +27,7 @@ def test_a_huge_learning_rate_stops_the_run_without_exporting(reference_project:
         assert all(bool(torch.isfinite(w).all()) for w in weights.values() if w.is_floating_point()), checkpoint
 
 
-def test_a_non_finite_value_reaching_a_batch_names_its_column(reference_project: Path):
+def test_a_non_finite_value_in_the_data_is_refused_before_training_naming_column_and_file(reference_project: Path):
     split = reference_project / "data" / "events-split0.parquet"
     table = pq.read_table(split)
     column = table.column("5").to_numpy().copy()
@@ -37,4 +37,6 @@ def test_a_non_finite_value_reaching_a_batch_names_its_column(reference_project:
     result = run_sequifier(["train"], reference_project)
     assert result.returncode == 2
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
-    assert len(errors) == 1 and "real input column(s) amount" in errors[0], result.stderr
+    assert len(errors) == 1 and errors[0].startswith("error: amount: "), result.stderr
+    assert "events-split0.parquet holds NaN or infinite values" in errors[0]
+    assert not list((reference_project / "checkpoints").glob("*/*.pt"))

@@ -121,9 +121,12 @@ def test_a_killed_run_resumes_bit_identical(reference_project, uninterrupted, mo
 
 
 @pytest.mark.slow
-def test_sigterm_writes_latest_exits_75_and_resumes_exactly(reference_project, uninterrupted, monkeypatch):
+@pytest.mark.parametrize("mode", ["sigterm-after-batch", "sigint-after-batch"])
+def test_sigterm_or_ctrl_c_writes_latest_exits_75_and_resumes_exactly(
+    reference_project, uninterrupted, monkeypatch, mode
+):
     project = project_copy(reference_project, "stopped", two_phase_config(True))
-    stopped = interrupted(project, "sigterm-after-batch", 11)
+    stopped = interrupted(project, mode, 11)
     assert stopped.returncode == 75, stopped.stderr[-2000:]
     assert "stopped on request" in stopped.stderr and "Traceback" not in stopped.stderr
     progress = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["progress"]

@@ -92,6 +92,15 @@ def set_bookkeeping(path: Path, column: str, value: int) -> None:
     pq.write_table(table.set_column(table.schema.get_field_index(column), column, pa.array(values)), path)
 
 
+def swap_folder_categories(user: Path) -> None:
+    path = user / "shards" / "metadata.json"
+    described = json.loads(path.read_text())
+    ids = described["id_maps"]["event"]
+    first, second = sorted(ids)[:2]
+    ids[first], ids[second] = ids[second], ids[first]
+    path.write_text(json.dumps(described))
+
+
 CASES = [
     ("contract-not-json", "onnx.yaml", GENERATIVE, lambda u: set_contract(u / GENERATIVE, "{not json"), "not JSON"),
     (
@@ -175,6 +184,16 @@ CASES = [
         "at most the window's splitEndItemPosition",
     ),
 ]
+
+
+def test_a_shard_folder_written_with_other_categories_is_refused(user: Path):
+    swap_folder_categories(user)
+    write_yaml(user / "shards.yaml", {"model_path": GENERATIVE, "data_path": "shards", "read_format": "pt"})
+    result = run_sequifier(["infer", "--config-path", "shards.yaml"], user)
+    assert result.returncode == 2, result.stderr
+    line = result.stderr.strip()
+    assert "\n" not in line and "id_maps.event" in line and str(user / "shards" / "metadata.json") in line, line
+    assert not (user / "outputs").exists()
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])

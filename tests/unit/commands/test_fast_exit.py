@@ -71,6 +71,24 @@ def test_ctrl_c_that_reaches_the_top_exits_130_with_one_line(tmp_path):
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
+def test_sigterm_that_reaches_the_top_unwinds_the_command_and_exits_143_with_one_line(tmp_path):
+    ending = "\n    ".join(
+        [
+            "import os, signal",
+            "try:",
+            "    os.kill(os.getpid(), signal.SIGTERM)",
+            "    time.sleep(5)",
+            "finally:",
+            "    (folder / 'cleaned.txt').write_text('yes')",
+        ]
+    )
+    done = _run(tmp_path, ending)
+    assert done.returncode == 143
+    assert "Traceback" not in done.stderr and "stopped by SIGTERM" in done.stderr
+    assert (tmp_path / "cleaned.txt").read_text() == "yes"
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
 def test_the_command_line_exits_with_the_commands_code(tmp_path):
     done = subprocess.run(
         [sys.executable, "-m", "sequifier", "train", "--config-path", str(tmp_path / "missing.yaml")],

@@ -32,8 +32,9 @@ def test_a_shipped_preset_replaces_the_backbone(config_file: Path):
 
 
 def test_unknown_preset_is_a_user_error(config_file: Path):
-    with pytest.raises(UserError, match="model/backbone/huge"):
+    with pytest.raises(UserError, match="there is no preset 'huge' in model/backbone; the presets of") as caught:
         compose_config(config_file, ["model/backbone=huge"])
+    assert caught.value.where == "model/backbone=huge"
 
 
 def test_sweep_overrides_expand_to_every_combination():

@@ -49,9 +49,13 @@ def test_duplicate_key_names_its_line(tmp_path):
     assert "duplicate key" in problem
 
 
-@pytest.mark.parametrize("text", ["- a\n- b\n", "5\n", "2.5\n"], ids=["list", "int", "float"])
-def test_non_mapping(tmp_path, text):
-    assert "must contain a mapping" in problem_of(write(tmp_path, text))
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [("- a\n- b\n", "list"), ("5\n", "int"), ("2.5\n", "float"), ("just a string\n", "str")],
+    ids=["list", "int", "float", "string"],
+)
+def test_non_mapping(tmp_path, text, kind):
+    assert f"must contain a mapping of fields at the top level, not a {kind}" in problem_of(write(tmp_path, text))
 
 
 def test_unresolvable_interpolation(tmp_path):

@@ -65,3 +65,20 @@ def test_other_formats_and_versions_are_refused_whole(tmp_path):
     (tmp_path / "torn.pt").write_bytes(b"PK\x03\x04 torn")
     with pytest.raises(UserError, match="not a readable checkpoint"):
         read_checkpoint(tmp_path / "torn.pt")
+
+
+def test_a_checkpoint_damaged_where_it_still_unpickles_is_refused(tmp_path):
+    state = {"weights": torch.ones(4), "optimizer": {"state": {0: {"step": torch.tensor(3.0)}}, "lr": 0.1}}
+    path = write_checkpoint(tmp_path, "epoch-1.pt", state)
+    assert torch.equal(read_checkpoint(path)["optimizer"]["state"][0]["step"], torch.tensor(3.0))
+    payload = torch.load(path, weights_only=True)
+    payload["optimizer"]["state"][0]["step"] = torch.tensor(9.5e14)  # as bytes overwritten inside a tensor read
+    torch.save(payload, path)
+    with pytest.raises(UserError, match="damaged: its contents differ from the digest") as caught:
+        read_checkpoint(path)
+    assert caught.value.where == str(path)
+
+
+def test_a_checkpoint_without_a_digest_is_read_as_before(tmp_path):
+    torch.save({"format": "sequifier_checkpoint", "version": 1, "weights": torch.ones(2)}, tmp_path / "old.pt")
+    assert torch.equal(read_checkpoint(tmp_path / "old.pt")["weights"], torch.ones(2))
