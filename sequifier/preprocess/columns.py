@@ -95,6 +95,12 @@ def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig) -
         return CATEGORICAL_TYPE
     if pa.types.is_floating(arrow_type):
         return _real_type_name(arrow_type)
+    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+        raise UserError(
+            name,
+            "holds bytes that are not UTF-8 text (in a csv: saved in another encoding); save the "
+            "input as UTF-8, or convert it to parquet",
+        )
     raise UserError(name, f"unsupported type {arrow_type}; use strings, integers, booleans or floats")
 
 

@@ -10,7 +10,6 @@ checkpoints written before the digest existed are read without it.
 from __future__ import annotations
 
 import hashlib
-import pickle
 import shutil
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
+from sequifier.data.safe_load import load_weights_only
 
 FORMAT = "sequifier_checkpoint"
 VERSION = 1
@@ -49,13 +49,7 @@ def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -
 
 def read_checkpoint(path: Path) -> dict[str, Any]:
     """A checkpoint's state; UserError naming the file when it is unreadable, unsafe or of another format."""
-    try:
-        state = torch.load(path, weights_only=True, map_location="cpu")
-    except pickle.UnpicklingError as error:
-        reason = " ".join(str(error).split("Check the documentation")[0].split())[:300]
-        raise UserError(str(path), f"refused: the file holds objects a checkpoint never holds ({reason})") from None
-    except (OSError, RuntimeError, EOFError, ValueError) as error:
-        raise UserError(str(path), f"not a readable checkpoint ({' '.join(str(error).split())[:200]})") from None
+    state = load_weights_only(path, "checkpoint")
     if not isinstance(state, dict) or state.get("format") != FORMAT:
         raise UserError(str(path), f"not a sequifier checkpoint (format {FORMAT!r} expected)")
     if state.get("version") != VERSION:

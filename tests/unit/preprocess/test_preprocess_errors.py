@@ -143,6 +143,14 @@ CASES = [
         "{root}/" + DATA,
         "more than one column named 'amount'",
     ),
+    (
+        "latin-1 csv",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event,amount\n0,0,caf\xe9,1.0\n0,1,th\xe9,2.0\n".encode("latin-1")},
+        None,
+        "event",
+        "not UTF-8 text",
+    ),
     ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),
     (
         "string itemPosition",

@@ -82,3 +82,10 @@ def test_a_checkpoint_damaged_where_it_still_unpickles_is_refused(tmp_path):
 def test_a_checkpoint_without_a_digest_is_read_as_before(tmp_path):
     torch.save({"format": "sequifier_checkpoint", "version": 1, "weights": torch.ones(2)}, tmp_path / "old.pt")
     assert torch.equal(read_checkpoint(tmp_path / "old.pt")["weights"], torch.ones(2))
+
+
+def test_a_file_that_is_no_pickle_is_refused_without_torchs_advice_to_load_it_unsafely(tmp_path):
+    (tmp_path / "split.parquet").write_bytes(b"PAR1" + bytes(range(256)) * 4 + b"PAR1")
+    with pytest.raises(UserError, match="not a readable checkpoint") as caught:
+        read_checkpoint(tmp_path / "split.parquet")
+    assert "weights_only` set to `False" not in str(caught.value) and "False" not in str(caught.value)
