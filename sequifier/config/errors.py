@@ -25,3 +25,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+def os_problem(error: OSError) -> str:
+    """What the system said went wrong (`No space left on device`), for a UserError's problem."""
+    return error.strerror or " ".join(str(error).split())[:200]

@@ -160,9 +160,9 @@ def _split(
 
 def check_training_windows(stored: StoredWindows, path: Path, classes: dict[str, int], shape: ViewShape) -> None:
     """The stored windows are wide enough for the views, and their ids are classes of the metadata."""
-    if not len(stored) or not stored.columns:
+    width = stored.width
+    if not len(stored) or width is None:
         return
-    width = next(iter(stored.columns.values())).shape[1]
     needed = shape.context_length + shape.target_offset
     if width < needed:
         raise UserError(

@@ -64,13 +64,9 @@ def read_folder_metadata(folder: Path) -> dict:
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise UserError(str(path), f"batch_files lists {', '.join(repeated)} more than once; each shard once")
-    total = raw.get("total_samples")
-    if total is not None and total != sum(entry["samples"] for entry in files):
-        raise UserError(
-            str(path),
-            f"total_samples is {total}, but the samples of batch_files sum to "
-            f"{sum(entry['samples'] for entry in files)}",
-        )
+    total, counted = raw.get("total_samples"), sum(entry["samples"] for entry in files)
+    if total is not None and total != counted:
+        raise UserError(str(path), f"total_samples is {total}, but the samples of batch_files sum to {counted}")
     window_length = raw.get("window_length")
     if not is_int(window_length) or window_length < 1:
         raise UserError(str(path), "window_length must be a positive integer")

@@ -118,7 +118,7 @@ def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.
     column_order = list(column_order)
     n_columns = len(column_order)
     n_windows = len(windows)
-    window_length = next(iter(windows.columns.values())).shape[1]
+    window_length = windows.width
     stacked = np.empty((n_windows, n_columns, window_length), dtype=np.float64)
     for index, column in enumerate(column_order):
         stacked[:, index, :] = windows.columns[column]

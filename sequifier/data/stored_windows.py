@@ -45,6 +45,11 @@ class StoredWindows:
     def __len__(self) -> int:
         return int(self.sequence_ids.shape[0])
 
+    @property
+    def width(self) -> int | None:
+        """Slots per window (W); None without columns."""
+        return next(iter(self.columns.values())).shape[1] if self.columns else None
+
     def sliced(self, start: int, stop: int) -> StoredWindows:
         """Windows start ... stop - 1."""
         part = slice(start, stop)
@@ -58,9 +63,9 @@ class StoredWindows:
 def check_bookkeeping(windows: StoredWindows, where: str) -> None:
     """Every window's left padding fits the window (all of it padding: a window with nothing to predict) and the
     window starts within its split's positions."""
-    if not len(windows) or not windows.columns:
+    width = windows.width
+    if not len(windows) or width is None:
         return
-    width = next(iter(windows.columns.values())).shape[1]
     pads = windows.left_pad_lengths
     _refuse_first(where, (pads < 0) | (pads > width), pads, "leftPadLength", f"0 to {width} (windows of {width} items)")
     ends = windows.split_end_item_positions

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, os_problem
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
 from sequifier.data.fingerprint import check_same_meanings
 from sequifier.data.folder_metadata import FOLDER_METADATA, folder_meanings
@@ -36,7 +36,6 @@ from sequifier.infer.windows import (
     model_inputs,
     view_starts,
     window_arrays,
-    window_width,
 )
 from sequifier.progress import Progress
 
@@ -116,7 +115,7 @@ def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser
     {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}.
     """
     contract = model.contract
-    width = window_width(stored)
+    width = stored.width
     batch = config.inference_batch_size
     if config.autoregressive:
         start, steps = generation_start(width, contract), config.generation_steps or 1
@@ -181,8 +180,7 @@ def _output_error(error: OSError, outputs: Path, model_file: Path, state: str) -
     where = Path(error.filename) if error.filename else outputs
     if any(part.startswith(".") and part.endswith(".tmp") for part in where.parts):
         where = outputs
-    problem = error.strerror or " ".join(str(error).split())[:200]
-    return UserError(str(where), f"cannot write the outputs of {model_file.name} ({problem}); {state}")
+    return UserError(str(where), f"cannot write the outputs of {model_file.name} ({os_problem(error)}); {state}")
 
 
 def run_inference(
@@ -203,16 +201,18 @@ def run_inference(
     models = [open_model(f, config, sources.route) for f in sources.model_files]
     contracts = [(f, m.contract) for f, m in zip(sources.model_files, models)]
     checks.check_compatible(contracts)
+    described = []  # (metadata, its file): the configured one, and a shard folder's own
+    if sources.metadata_path:
+        metadata = read_metadata(sources.metadata_path)
+        described.append((metadata, sources.metadata_path))
+        check_same_meanings(sources.data_path, metadata, sources.metadata_path)
+    if sources.data_path.is_dir():
+        described.append((folder_meanings(sources.data_path), sources.data_path / FOLDER_METADATA))
     for model_file, contract in contracts:
         if sources.route:
             checks.check_train_values(sources.route.expected, contract, model_file, sources.route.source)
-        if sources.metadata_path:
-            metadata = read_metadata(sources.metadata_path)
-            checks.check_metadata(metadata, sources.metadata_path, contract, model_file)
-            check_same_meanings(sources.data_path, metadata, sources.metadata_path)
-        if sources.data_path.is_dir():
-            folder = sources.data_path / FOLDER_METADATA
-            checks.check_metadata(folder_meanings(sources.data_path), folder, contract, model_file)
+        for metadata, path in described:
+            checks.check_metadata(metadata, path, contract, model_file)
     started = time.perf_counter()
     stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
     for model_file, contract in contracts:

@@ -46,7 +46,6 @@ class StagedParts:
             for old in folder.glob("part-*.*"):
                 if old.suffix in PART_SUFFIXES and old not in placed:
                     old.unlink()
-        self.discard()
         return [final for _, final in self.parts]
 
     def discard(self) -> None:

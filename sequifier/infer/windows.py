@@ -37,7 +37,7 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     stored = load_split(path, contract["input_columns"], categorical)
     if len(stored) == 0:
         raise UserError("data_path", f"{path} holds no windows")
-    width = window_width(stored)
+    width = stored.width
     needed = contract["context_length"] + contract["target_offset"]
     if width < needed:
         raise UserError(
@@ -55,10 +55,6 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
                 f"but {path} holds {found}",
             )
     return stored
-
-
-def window_width(stored: StoredWindows) -> int:
-    return next(iter(stored.columns.values())).shape[1]
 
 
 def view_starts(width: int, contract: dict, window_stride: int | None) -> np.ndarray:

@@ -10,7 +10,7 @@ from typing import Optional
 
 import pyarrow as pa
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, os_problem
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.fingerprint import meanings_fingerprint
 from sequifier.data.folder_metadata import write_folder_metadata
@@ -231,10 +231,6 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     return metadata_path(config)
 
 
-def _os_problem(error: OSError) -> str:
-    return error.strerror or " ".join(str(error).split())[:200]
-
-
 def run_preprocess(config: PreprocessConfig) -> Path:
     """Preprocess the input file or folder into stored windows per split; returns the metadata JSON path.
 
@@ -248,7 +244,7 @@ def run_preprocess(config: PreprocessConfig) -> Path:
         try:
             staging = Staging(output_folder(config))
         except OSError as error:
-            raise UserError(str(output_folder(config)), f"cannot stage outputs there ({_os_problem(error)})") from None
+            raise UserError(str(output_folder(config)), f"cannot stage outputs there ({os_problem(error)})") from None
         try:
             path = _preprocess(config, staging, seed)
         except UserError as error:
@@ -257,7 +253,7 @@ def run_preprocess(config: PreprocessConfig) -> Path:
             raise UserError(error.where, error.problem + staging.failure_note()) from None
         except OSError as error:
             where = error.filename or str(output_folder(config))
-            raise UserError(str(where), _os_problem(error) + staging.failure_note()) from None
+            raise UserError(str(where), os_problem(error) + staging.failure_note()) from None
         except SystemExit:
             log(f"stopped by a signal{staging.failure_note()}")
             raise

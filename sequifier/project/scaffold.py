@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, os_problem
 from sequifier.project.demo_data import write_demo_data
 
 DEMO_FACTS = "data/demo-generator.json"
@@ -98,8 +98,9 @@ def make_project(folder: Path, demo: bool) -> None:
         finally:
             remove_path(staged)
     except OSError as error:
-        problem = error.strerror or " ".join(str(error).split())[:200]
-        raise UserError(str(folder), f"cannot create the project there ({problem}); nothing was created") from None
+        raise UserError(
+            str(folder), f"cannot create the project there ({os_problem(error)}); nothing was created"
+        ) from None
     print(f"created project {folder} with configs/preprocess.yaml, configs/train.yaml, configs/infer.yaml")
     if facts:
         print(f"wrote {folder / 'data' / 'demo.parquet'}: a Markov chain over {facts['n_events']} events")

@@ -80,7 +80,7 @@ def _feed(hasher: Any, value: Any) -> None:
     if isinstance(value, torch.Tensor):
         flat = value.detach().cpu().contiguous().reshape(-1)
         hasher.update(f"tensor {flat.dtype} {tuple(value.shape)}".encode())
-        hasher.update(flat.view(torch.uint8).numpy().tobytes())
+        hasher.update(flat.view(torch.uint8).numpy())
     elif isinstance(value, dict):
         hasher.update(f"dict {len(value)}".encode())
         for key in sorted(value, key=repr):

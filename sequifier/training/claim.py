@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sequifier.atomic import temp_path_for
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, os_problem
 from sequifier.config.resolve import RunSpec
 from sequifier.training.checkpoint import checkpoint_dir
 
@@ -41,8 +41,7 @@ def check_writable(folder: Path) -> None:
         probe.write_bytes(b"")
         probe.unlink()
     except OSError as error:
-        problem = error.strerror or " ".join(str(error).split())[:200]
-        raise UserError(str(folder), f"training writes its outputs here and cannot ({problem})") from None
+        raise UserError(str(folder), f"training writes its outputs here and cannot ({os_problem(error)})") from None
 
 
 @contextmanager
