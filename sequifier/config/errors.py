@@ -20,6 +20,9 @@ class UserError(Exception):
         self.problem = problem
         super().__init__(f"{where}: {problem}")
 
+    def __reduce__(self):
+        return type(self), (self.where, self.problem)
+
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""

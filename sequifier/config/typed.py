@@ -64,6 +64,9 @@ class ConfigProblems(UserError):
     def __str__(self) -> str:
         return "\n".join(str(p) for p in self.problems)
 
+    def __reduce__(self):
+        return ConfigProblems, (self.problems,)
+
 
 def build(cls: type, data: Any, path: str, problems: ProblemList) -> Any:
     """Build dataclass `cls` from `data`; None when `data` is unusable (problems recorded)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import socket
 import sys
 from dataclasses import replace
@@ -29,13 +30,15 @@ from sequifier.distributed.environment import TORCHRUN_VARIABLES
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
+from sequifier.fast_exit import leave
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
-from sequifier.training.stop import StopRequested
+from sequifier.training.stop import FORWARDED, StopRequested
 
 logger = logging.getLogger("sequifier")
 # A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
 COLLECTIVE_TIMEOUT = timedelta(minutes=30)
+FORWARD_EVERY_S = 1.0
 
 
 def launch(spec: RunSpec) -> TrainResult:
@@ -110,7 +113,12 @@ def _spawned(spec: RunSpec) -> TrainResult:
     outcomes = mp.get_context("spawn").SimpleQueue()
     logger.info("starting %d training processes on this node", world_size)
     try:
-        mp.spawn(_worker, args=(spec, world_size, outcomes), nprocs=world_size, join=True)
+        ranks = mp.start_processes(
+            _worker, args=(spec, world_size, outcomes), nprocs=world_size, join=False, start_method="spawn"
+        )
+        with _StopsForwarded(ranks.processes) as stops:
+            while not ranks.join(timeout=FORWARD_EVERY_S):
+                stops.repeat()
     except mp.ProcessExitedException as ended:
         _raise_reported(_drain(outcomes))
         raise UserError(
@@ -123,6 +131,49 @@ def _spawned(spec: RunSpec) -> TrainResult:
     return _first_result(outcomes)
 
 
+class _StopsForwarded:
+    """While the spawned ranks run, a stop signal to this process reaches them as their graceful stop.
+
+    The first SIGINT, SIGTERM or SIGUSR1 is forwarded as FORWARDED, which a rank that got the signal too
+    ignores; a second one as SIGTERM, which stops the ranks at once. Inside a Submitit job Submitit handles them.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+
+    def __init__(self, processes: list):
+        self.processes = processes
+        self.received = 0
+        self._previous: dict[int, object] = {}
+
+    def __enter__(self) -> "_StopsForwarded":
+        if not in_submitit_job():
+            self._previous = {number: signal.signal(number, self._forward) for number in self.SIGNALS}
+        return self
+
+    def _forward(self, number: int, frame: object) -> None:
+        self.received += 1
+        if self.received == 1:
+            logger.info("%s: the training processes finish their step and write latest.pt", signal.Signals(number).name)
+        self._send(FORWARDED if self.received == 1 else signal.SIGTERM)
+
+    def repeat(self) -> None:
+        """Forward a stop again, for ranks that were still starting (they ignore FORWARDED until they train)."""
+        if self.received == 1:
+            self._send(FORWARDED)
+
+    def _send(self, number: int) -> None:
+        for process in self.processes:
+            if process.is_alive():  # a rank that ended is reaped here, so its pid is not another process's
+                try:
+                    os.kill(process.pid, number)
+                except ProcessLookupError:
+                    pass
+
+    def __exit__(self, *exc: object) -> None:
+        for number, handler in self._previous.items():
+            signal.signal(number, handler)
+
+
 def _how(ended: mp.ProcessExitedException) -> str:
     if ended.signal_name:
         return f"was killed by {ended.signal_name}; the other processes were stopped"
@@ -130,7 +181,13 @@ def _how(ended: mp.ProcessExitedException) -> str:
 
 
 def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
-    """One spawned rank. Outcomes the parent turns into its own: the result, a clean error, a requested stop."""
+    """One spawned rank. Outcomes the parent turns into its own: the result, a clean error, a requested stop.
+
+    A rank that ends on its own leaves without the interpreter's teardown, as the `sequifier` command does:
+    there, a backend thread of torch.distributed that still wakes up can abort the finished rank (SIGABRT).
+    """
+    for number in (signal.SIGINT, FORWARDED):  # until training handles them (training/stop.py); the parent repeats
+        signal.signal(number, signal.SIG_IGN)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)
     if index != 0:
         logging.getLogger("sequifier").setLevel(logging.WARNING)
@@ -138,12 +195,13 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
         result = _train_as(spec, Ranks(index, world_size, index), world_size)
     except UserError as error:
         outcomes.put(("error", index, error.where, error.problem))
-        sys.exit(error.exit_code)
+        leave(error.exit_code)
     except StopRequested as stopped:
         outcomes.put(("stopped", index, str(stopped)))
-        sys.exit(0)
+        leave(0)
     if index == 0:
         outcomes.put(("result", result))
+    leave(0)
 
 
 def _drain(outcomes) -> list[tuple]:

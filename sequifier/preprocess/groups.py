@@ -43,6 +43,35 @@ class SortedGroup:
     lengths: np.ndarray
 
 
+class DuplicatePosition(UserError):
+    """Two rows of one sequence at one itemPosition; `found_at` names the input rows once they are located."""
+
+    def __init__(self, sequence_id: int, item_position: int, found_at: str = ""):
+        self.sequence_id, self.item_position, self.found_at = sequence_id, item_position, found_at
+        at = f" at {found_at}" if found_at else ""
+        super().__init__(
+            "itemPosition",
+            f"duplicate (sequenceId={sequence_id}, itemPosition={item_position}){at}; "
+            "positions must be unique per sequence",
+        )
+
+    def __reduce__(self):
+        return DuplicatePosition, (self.sequence_id, self.item_position, self.found_at)
+
+
+def locate_duplicate(source: InputSource, duplicate: DuplicatePosition) -> DuplicatePosition:
+    """The same duplicate, naming the first two input rows that hold it (one more pass over the identifiers)."""
+    found = []
+    for batch in iter_batches(source, ["sequenceId", "itemPosition"]):
+        same = (identifier_values(batch, "sequenceId") == duplicate.sequence_id) & (
+            identifier_values(batch, "itemPosition") == duplicate.item_position
+        )
+        found += [batch.where(int(row)) for row in np.flatnonzero(same)[: 2 - len(found)]]
+        if len(found) == 2:
+            break
+    return DuplicatePosition(duplicate.sequence_id, duplicate.item_position, " and ".join(found))
+
+
 def sequence_layout(sequence_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Start row and length of each sequence in rows sorted by sequenceId."""
     is_start = np.ones(sequence_ids.shape[0], dtype=bool)
@@ -142,12 +171,6 @@ def load_sorted(group: Group, columns: list[str] | None = None) -> SortedGroup:
     duplicate = (sequence_ids[1:] == sequence_ids[:-1]) & (item_positions[1:] == item_positions[:-1])
     if duplicate.any():
         row = int(np.flatnonzero(duplicate)[0])
-        raise UserError(
-            "itemPosition",
-            (
-                f"duplicate (sequenceId={sequence_ids[row]}, itemPosition={item_positions[row]}); "
-                "positions must be unique per sequence"
-            ),
-        )
+        raise DuplicatePosition(int(sequence_ids[row]), int(item_positions[row]))
     starts, lengths = sequence_layout(sequence_ids)
     return SortedGroup(table, sequence_ids, item_positions, starts, lengths)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
@@ -12,6 +13,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.data.fingerprint import KEY as FINGERPRINT_KEY
+from sequifier.data.folder_metadata import FOLDER_METADATA
 from sequifier.data.pt_shards import pt_payload
 from sequifier.data.stored_tables import stored_schema, windows_to_table
 from sequifier.data.stored_windows import StoredWindows
@@ -34,6 +36,27 @@ class OutputForm:
     def split_name(self, split: int) -> str:
         base = f"{self.data_name}-split{split}"
         return f"{base}.{self.write_format}" if self.merged else base
+
+    def foreign_target(self, target: Path, split: int) -> Optional[str]:
+        """Why `target`, where split `split` goes, holds something this form's earlier output would not; None if
+        it holds nothing or such an output (a shard folder holds its metadata and shards and nothing else)."""
+        if not os.path.lexists(target):
+            return None
+        if self.merged:
+            return None if target.is_file() else "is a folder or other entry, not an earlier split file"
+        if not target.is_dir() or target.is_symlink():
+            return "is a file or link, not an earlier split folder"
+        own = f"{self.data_name}-split{split}-"
+        foreign = sorted(
+            entry.name
+            for entry in target.iterdir()
+            if not (entry.name == FOLDER_METADATA or (entry.name.startswith(own) and entry.is_file()))
+        )
+        if foreign:
+            return f"is not only an earlier split folder: it holds {', '.join(foreign[:3])}" + (
+                f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+            )
+        return None
 
     def shard_name(self, split: int, task: int, part: int = 0) -> str:
         if self.windows_per_shard is not None:

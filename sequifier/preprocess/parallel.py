@@ -49,20 +49,27 @@ def _start_worker(shared: Any, parent: int) -> None:
 
 
 def _call(fn: Callable[[Any, Any], Any], task: Any) -> tuple:
-    """Runs in a worker; UserError travels back as its parts, other errors as themselves or as text.
+    """Runs in a worker; a UserError travels back as itself where it pickles, else as a plain one of its parts;
+    other errors as themselves or as text.
 
     (An exception that does not survive pickling would otherwise break the pool without a message.)
     """
     try:
         return True, fn(_shared, task)
     except UserError as error:
-        return False, (error.where, error.problem)
+        return False, error if _survives_pickling(error) else UserError(error.where, error.problem)
     except Exception as error:
-        try:
-            pickle.loads(pickle.dumps(error))
-        except Exception:
+        if not _survives_pickling(error):
             raise RuntimeError(f"{type(error).__name__}: {error}") from None
         raise
+
+
+def _survives_pickling(error: Exception) -> bool:
+    try:
+        pickle.loads(pickle.dumps(error))
+    except Exception:
+        return False
+    return True
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -87,7 +94,7 @@ def run_tasks(fn: Callable[[Any, Any], Any], shared: Any, tasks: Sequence[Any], 
         for future in futures:
             ok, value = future.result()
             if not ok:
-                raise UserError(*value)
+                raise value
             yield value
         finished = True
     except BrokenProcessPool:

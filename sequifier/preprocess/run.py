@@ -17,7 +17,7 @@ from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
 from sequifier.preprocess.depth import DEPTH_PAYLOAD_VERSION, DEPTH_WINDOWS_PER_SHARD
-from sequifier.preprocess.groups import Group, partition, plan_groups
+from sequifier.preprocess.groups import DuplicatePosition, Group, locate_duplicate, partition, plan_groups
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
 from sequifier.preprocess.parallel import run_tasks
@@ -85,6 +85,7 @@ def _check_static_maps(config: PreprocessConfig, columns: ColumnPlan) -> None:
 
 def _fit(
     shared: SharedWork,
+    source: InputSource,
     groups: list[Group],
     config: PreprocessConfig,
     scanned: ScanResult,
@@ -96,11 +97,15 @@ def _fit(
     progress = Progress("preprocess fit", sum(g.rows for g in groups))
     totals = {name: Moments() for name in shared.columns.real}
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
-    for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
-        totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
-        for name, values in fit.values.items():
-            distinct[name].add(values)
-        progress.advance(group.rows)
+    try:
+        for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
+            totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
+            for name, values in fit.values.items():
+                distinct[name].add(values)
+            progress.advance(group.rows)
+    except DuplicatePosition as duplicate:
+        progress.close()
+        raise locate_duplicate(source, duplicate) from None
     progress.close()
     fitted_values = {name: values.result() for name, values in distinct.items()}
     if reused is not None:
@@ -167,6 +172,15 @@ def _metadata(
     )
 
 
+def _refuse_foreign_targets(config: PreprocessConfig, form: OutputForm) -> None:
+    """Outputs replace earlier outputs whole, so they must not replace anything else."""
+    for split in range(len(config.split_ratios)):
+        target = output_folder(config) / form.split_name(split)
+        problem = form.foreign_target(target, split)
+        if problem is not None:
+            raise UserError(str(target), f"{problem}; move it away (an output replaces what is there whole)")
+
+
 def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     staged_metadata = staging.reserve_beside(metadata_path(config))
     reused = load_reused(config)
@@ -189,6 +203,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         window_length=config.window_length,
         windows_per_shard=(config.batches_per_file or DEPTH_WINDOWS_PER_SHARD) if config.depth_layouts else None,
     )
+    _refuse_foreign_targets(config, form)
     shared = SharedWork(
         columns=columns,
         split=_split_policy(config, source, scanned, seed),
@@ -207,7 +222,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, partitioning)
     partitioning.close()
     pa.default_memory_pool().release_unused()  # forked workers would otherwise inherit the freed-but-kept pages
-    statistics, fitted_values = _fit(shared, groups, config, scanned, reused)
+    statistics, fitted_values = _fit(shared, source, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)
     codes = {name: codes_for(name, scanned.values[name], meaning) for name, meaning in meanings.items()}
     metadata = _metadata(config, form, columns, meanings, statistics, normalize, seed)

@@ -90,6 +90,14 @@ def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.Dat
         if any(isinstance(v, str) for v in split_values):
             raise UserError("split_values", f"split_column {column!r} is numeric ({arrow_type}); give numbers")
         return tuple(float(v) for v in split_values)
+    textual = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
+    numbers = [v for v in split_values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if textual and numbers:
+        raise UserError(
+            "split_values",
+            f"split_column {column!r} holds text ({arrow_type}), so {numbers[0]!r} would compare as text "
+            f"(where '10' < '9'); give text cutoffs, quoted (e.g. '{numbers[0]}') if that is what you mean",
+        )
     try:
         return tuple(pa.scalar(v).cast(arrow_type) for v in split_values)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:

@@ -4,7 +4,9 @@ Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (dis
 
 The first signal asks the run to stop: it finishes the current optimizer step (the open accumulation
 window), writes the rolling latest checkpoint, says where it stopped and exits with STOPPED_EXIT_CODE,
-so that resuming continues exactly. A second signal stops at once (the default action).
+so that resuming continues exactly. A second signal stops at once (the default action). Outside Submitit,
+FORWARDED (SIGUSR2) asks for the same stop but never stops at once: the parent of spawned ranks forwards
+its signals with it, which a rank that got the signal itself (Ctrl-C reaches the whole process group) ignores.
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ from __future__ import annotations
 import signal
 from types import FrameType
 
-from sequifier.distributed.submitit_task import stop_signals
+from sequifier.distributed.submitit_task import in_submitit_job, stop_signals
 
 STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped on request, resume to continue
+FORWARDED = signal.SIGUSR2
 
 
 class StopRequested(Exception):
@@ -28,16 +31,20 @@ class GracefulStop:
         self.requested: str | None = None
         self._previous: dict[int, object] = {}
         self._signals = stop_signals()
+        self._forwarded = () if in_submitit_job() else (FORWARDED,)
 
     def __enter__(self) -> GracefulStop:
         try:
-            self._previous = {number: signal.signal(number, self._handle) for number in self._signals}
+            self._previous = {number: signal.signal(number, self._handle) for number in self._signals + self._forwarded}
         except ValueError:  # not the main thread
             self._previous = {}
         return self
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
-        self.requested = signal.Signals(number).name
+        if number in self._forwarded:
+            self.requested = self.requested or "a signal to the process that started the ranks"
+            return
+        self.requested = self.requested or signal.Signals(number).name
         for other in self._signals:
             signal.signal(other, signal.SIG_DFL)
 

@@ -181,6 +181,23 @@ def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
     assert "rank" in stderr and "SIGKILL" in stderr and "Traceback" not in stderr.splitlines()[-1]
 
 
+@pytest.mark.parametrize("whole_group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-parent"])
+def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: Path):
+    """As a terminal's Ctrl-C (every process of the group) or `kill -INT` of the parent alone: the ranks finish
+    their step, write latest.pt and end, and so does the parent, with the stopped code, before the prompt returns."""
+    folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
+    job = started(folder)
+    wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
+    ranks = rank_processes(job.pid)
+    assert len(ranks) == 2
+    (os.killpg if whole_group else os.kill)(job.pid, signal.SIGINT)
+    _, stderr = job.communicate(timeout=90)
+    assert job.returncode == 75, stderr[-3000:]
+    assert not [pid for pid in ranks if Path(f"/proc/{pid}").exists()]
+    assert "Traceback" not in stderr and "stopped on" in stderr
+    assert latest(folder)["progress"]["global_step"] > 0
+
+
 @pytest.mark.parametrize("parallelism", ["ddp", "fsdp"])
 def test_a_killed_job_resumes_exactly(parallelism: str, tmp_path: Path):
     training = {"batch_size": 16, "save_interval_batches": 3, **PARALLELISMS[parallelism]}

@@ -10,7 +10,7 @@ from reference_helpers import REFERENCE_PARQUET, preprocess_reference, read_json
 
 from sequifier.config.errors import UserError
 from sequifier.data.stored import load_split
-from sequifier.preprocess.splitting import sequence_splits, split_bounds
+from sequifier.preprocess.splitting import cutoff_values, sequence_splits, split_bounds
 
 
 def preprocess(root, monkeypatch, data_file=REFERENCE_PARQUET, **changes):
@@ -314,3 +314,9 @@ def test_categorical_values_are_fitted_on_the_same_rows_as_statistics(
     assert metadata["id_maps"]["event"] == id_map and metadata["n_classes"]["event"] == len(id_map) + 1
     assert split_windows(tmp_path / "p", metadata)[1].columns["event"].tolist() == split_one_codes
     assert metadata["selected_columns_statistics"]["amount"]["mean"] == pytest.approx(amount[:fitted_amounts].mean())
+
+
+def test_text_cutoffs_on_a_text_column_compare_as_text_and_numbers_are_refused():
+    assert cutoff_values(("e1", "e5"), "event", pa.string()) == (pa.scalar("e1"), pa.scalar("e5"))
+    with pytest.raises(UserError, match="would compare as text"):
+        cutoff_values((1, "e5"), "event", pa.large_string())
