@@ -10,6 +10,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig
 from sequifier.config.validate import CRITERIA
+from sequifier.data.column_names import column_name_problem
 from sequifier.data.metadata import DatasetMetadata, read_metadata
 
 PART_CONTRACT = (
@@ -257,6 +258,12 @@ def _column_specs(
                 raise UserError(
                     f"model.interfaces.{interface_name}.{role}",
                     f"column {column!r} is not in the preprocessed data {source} (columns: {known})",
+                )
+            problem = column_name_problem(column)
+            if problem is not None:
+                raise UserError(
+                    f"model.interfaces.{interface_name}.{role}",
+                    f"the column name {column!r} {problem}; rename the column in the data and preprocess again",
                 )
             layout, capacity = deep.get(column, (None, 0))
             if column in metadata.categorical_columns:

@@ -26,6 +26,14 @@ def category_names(column: dict[str, Any], special_token_ids: dict[str, int]) ->
     return names
 
 
+def class_column_names(column: dict[str, Any], special_token_ids: dict[str, int], class_ids: np.ndarray) -> list[str]:
+    """One distinct name per class id: its raw value or special token, or `[unused <id>]` for an id that neither
+    names (a static id map may leave ids unused), where category_names says `[other]` for all of them."""
+    named = set(column["id_map"].values()) | set(special_token_ids.values())
+    names = category_names(column, special_token_ids)
+    return [str(names[i]) if int(i) in named else f"[unused {int(i)}]" for i in class_ids]
+
+
 def decode_values(
     values: np.ndarray, column: dict[str, Any], special_token_ids: dict[str, int], decode_categories: bool = True
 ) -> np.ndarray:

@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from sequifier.infer.codec import category_names, decode_values
+from sequifier.infer.codec import class_column_names, decode_values
 from sequifier.infer.rows import Rows
 
 OUTPUT_KINDS = ("predictions", "probabilities", "embeddings")
@@ -48,12 +48,12 @@ def _probabilities_table(
 ) -> pa.Table:
     """One column per predictable class of `target` (named by its raw value, or its id), [rows, classes] in."""
     class_ids = np.asarray(contract["class_ids"][target])
-    names = class_ids
+    names = [str(i) for i in class_ids]
     if decode_categories:
-        names = category_names(contract["columns"][target], contract["special_token_ids"])[class_ids]
+        names = class_column_names(contract["columns"][target], contract["special_token_ids"], class_ids)
     columns = dict(ids)
     for index, name in enumerate(names):
-        columns[str(name)] = probabilities[:, index]
+        columns[name] = probabilities[:, index]
     return pa.table(columns)
 
 

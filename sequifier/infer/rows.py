@@ -13,6 +13,8 @@ import numpy as np
 
 from sequifier.data.stored_windows import StoredWindows
 
+ROW_IDENTIFIERS = ("sequenceId", "subsequenceId", "windowStartOffset", "itemPosition")  # the first columns written
+
 
 @dataclass(frozen=True)
 class Rows:
@@ -34,12 +36,13 @@ def label_rows(stored: StoredWindows, starts: np.ndarray, slots: np.ndarray, ins
     window = np.repeat(np.arange(len(stored)), per_window)
     slot = np.tile(slots.reshape(-1), len(stored))
     position = stored.start_item_positions[window] + slot
-    identifiers = {
-        "sequenceId": stored.sequence_ids[window],
-        "subsequenceId": stored.subsequence_ids[window],
-        "windowStartOffset": np.tile(np.repeat(starts, slots.shape[1]), len(stored)),
-        "itemPosition": position,
-    }
+    values = (
+        stored.sequence_ids[window],
+        stored.subsequence_ids[window],
+        np.tile(np.repeat(starts, slots.shape[1]), len(stored)),
+        position,
+    )
+    identifiers = dict(zip(ROW_IDENTIFIERS, values))
     keep = np.ones(len(window), dtype=bool)
     if inside_data_only:
         keep = (slot >= stored.left_pad_lengths[window]) & (position >= stored.split_start_item_positions[window])

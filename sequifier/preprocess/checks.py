@@ -51,7 +51,7 @@ def check_reals(batch: Batch, names: list[str]) -> None:
         column = batch.data.column(name)
         if column.null_count:
             raise UserError(name, f"real column has a missing value at {batch.where(_first_null(column))}")
-        values = pc.cast(column, pa.float64()).to_numpy(zero_copy_only=False)
+        values = pc.cast(column, pa.float64(), safe=False).to_numpy(zero_copy_only=False)  # ints beyond 2**53 round
         bad = ~np.isfinite(values)
         if bad.any():
             row = int(np.flatnonzero(bad)[0])

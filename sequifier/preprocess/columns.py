@@ -7,12 +7,14 @@ layout, its columns are deep (one value per child) and its position column is re
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Optional
 
 import pyarrow as pa
 
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.preprocess import ID_COLUMNS, DepthLayoutConfig, PreprocessConfig
+from sequifier.data.column_names import column_name_problem
 from sequifier.data.metadata import CATEGORICAL_TYPE
 from sequifier.preprocess.reuse import ReusedMeaning
 from sequifier.preprocess.sources import InputSource
@@ -81,33 +83,48 @@ def _check_overrides(selected: list[str], config: PreprocessConfig) -> None:
         raise UserError("real_columns", f"{sorted(both)[0]!r} is also listed in categorical_columns")
 
 
-def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig) -> str:
+def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig, source: InputSource) -> str:
     numeric = pa.types.is_integer(arrow_type) or pa.types.is_floating(arrow_type) or pa.types.is_boolean(arrow_type)
+    where = f"in {_first_file_with(source, name, arrow_type)}"
     if name in (config.categorical_columns or []):
         if not (_is_categorical_type(arrow_type) or numeric):
-            raise UserError(name, f"cannot be categorical: unsupported type {arrow_type}")
+            raise UserError(name, f"cannot be categorical: unsupported type {arrow_type} {where}{_cast_hint(source)}")
         return CATEGORICAL_TYPE
     if name in (config.real_columns or []):
         if not numeric:
-            raise UserError(name, f"cannot be real: type {arrow_type} is not numeric")
+            raise UserError(name, f"cannot be real: type {arrow_type} {where} is not numeric")
         return _real_type_name(arrow_type)
     if _is_categorical_type(arrow_type):
         return CATEGORICAL_TYPE
     if pa.types.is_floating(arrow_type):
         return _real_type_name(arrow_type)
-    if pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type):
+    if (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)) and source.read_format == "csv":
         raise UserError(
             name,
-            "holds bytes that are not UTF-8 text (in a csv: saved in another encoding); save the "
-            "input as UTF-8, or convert it to parquet",
+            f"holds bytes that are not UTF-8 text {where} (saved in another encoding); save the input as UTF-8, "
+            "or convert it to parquet",
         )
-    raise UserError(name, f"unsupported type {arrow_type}; use strings, integers, booleans or floats")
+    raise UserError(
+        name,
+        f"unsupported type {arrow_type} {where}; use strings, integers, booleans or floats{_cast_hint(source)}",
+    )
 
 
-def resolve_column_types(schema: pa.Schema, selected: list[str], config: PreprocessConfig) -> dict[str, str]:
+def _first_file_with(source: InputSource, name: str, arrow_type: pa.DataType) -> Path:
+    typed = [path for path, schema in zip(source.files, source.file_schemas) if schema.field(name).type == arrow_type]
+    return typed[0] if typed else source.files[0]
+
+
+def _cast_hint(source: InputSource) -> str:
+    if source.read_format == "csv":
+        return " (list the column in categorical_columns to read its text as categories)"
+    return " (cast the column to strings or numbers before preprocessing)"
+
+
+def resolve_column_types(source: InputSource, selected: list[str], config: PreprocessConfig) -> dict[str, str]:
     """Per selected column, in selected order: explicit config lists first, else inferred from the dtype."""
     _check_overrides(selected, config)
-    return {name: _column_type(name, schema.field(name).type, config) for name in selected}
+    return {name: _column_type(name, source.schema.field(name).type, config, source) for name in selected}
 
 
 def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[ReusedMeaning]) -> list[str]:
@@ -127,9 +144,23 @@ def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[Re
             raise UserError(
                 column, f"selected column is not in the input {source.files[0]}" + did_you_mean(column, names)
             )
+        problem = column_name_problem(column)
+        if problem is not None:
+            where = "selected_columns" if config.selected_columns is not None else str(source.files[0])
+            raise UserError(where, f"the column name {column!r} {problem}; rename the column")
     if not selected:
         raise UserError(str(source.files[0]), "the input has no feature columns besides the identifiers")
     return selected
+
+
+def _missing_hint(name: str, names: list[str]) -> str:
+    """What the header probably got wrong: spaces around a name, or fields not separated by commas."""
+    spaced = [n for n in names if n.strip() == name]
+    if spaced:
+        return f" (a column is named {spaced[0]!r}: remove the spaces around the name)"
+    if len(names) == 1 and any(mark in names[0] for mark in ";\t|"):
+        return f" (its header reads as the one column {names[0][:60]!r}: fields must be separated by commas)"
+    return did_you_mean(name, names)
 
 
 def plan_columns(
@@ -138,7 +169,9 @@ def plan_columns(
     """The column plan, and the source restricted to the columns it reads (types unified over the files)."""
     for name in ID_COLUMNS:
         if name not in source.schema.names:
-            raise UserError(name, f"required column is missing from {source.files[0]}")
+            raise UserError(
+                name, f"required column is missing from {source.files[0]}{_missing_hint(name, source.schema.names)}"
+            )
     selected = _selected(config, source, reused)
     if config.split_column is not None and config.split_column not in source.schema.names:
         raise UserError(
@@ -157,7 +190,7 @@ def plan_columns(
             layout.position_column,
             f"the depth position column must hold integers, found {source.schema.field(layout.position_column).type}",
         )
-    types = resolve_column_types(source.schema, selected, config)
+    types = resolve_column_types(source, selected, config)
     if reused is not None:
         reused.check_types(types, source.files[0])
         reused.check_layouts({name: layout.definition()} if layout else {})

@@ -29,7 +29,7 @@ from sequifier.preprocess.sources import InputSource, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.preprocess.staging import Staging
 from sequifier.preprocess.statistics import Moments, statistics_of
-from sequifier.preprocess.tasks import SharedWork, WriteTask, fit_group, write_task
+from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
 
 
@@ -97,16 +97,25 @@ def _fit(
     progress = Progress("preprocess fit", sum(g.rows for g in groups))
     totals = {name: Moments() for name in shared.columns.real}
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
+    gaps = PositionGaps()
     try:
         for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
             totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
             for name, values in fit.values.items():
                 distinct[name].add(values)
+            gaps = gaps.merged(fit.gaps)
             progress.advance(group.rows)
     except DuplicatePosition as duplicate:
         progress.close()
         raise locate_duplicate(source, duplicate) from None
     progress.close()
+    if gaps.example is not None:
+        sequence, position, following = gaps.example
+        log(
+            f"warning: itemPosition: in {gaps.sequences} of {len(scanned.sequence_lengths)} sequences the items of a "
+            f"split are not at consecutive positions (sequenceId {sequence}: {position}, then {following}); stored "
+            "windows record each window's first position, so infer labels the items after it as if consecutive"
+        )
     fitted_values = {name: values.result() for name, values in distinct.items()}
     if reused is not None:
         known = reused.metadata.selected_columns_statistics

@@ -168,6 +168,8 @@ def open_source(config: PreprocessConfig) -> InputSource:
     """Inspect every input file's schema (Parquet footers, the head of each CSV file)."""
     files = input_files(config)
     schemas = tuple(_file_schema(path, config.read_format) for path in files)
+    if config.read_format == "csv":
+        schemas = tuple(_declared_text(schema, config.categorical_columns or ()) for schema in schemas)
     total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files) if config.read_format == "parquet" else None
     return InputSource(
         files=tuple(files),
@@ -178,6 +180,11 @@ def open_source(config: PreprocessConfig) -> InputSource:
         total_rows=total_rows,
         total_bytes=sum(p.stat().st_size for p in files),
     )
+
+
+def _declared_text(schema: pa.Schema, categorical: Sequence[str]) -> pa.Schema:
+    """A csv's declared categorical columns read as the text they hold: '007' and '7', 'true' and 'TRUE' stay apart."""
+    return pa.schema([pa.field(f.name, pa.string()) if f.name in categorical else f for f in schema])
 
 
 def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

@@ -118,7 +118,7 @@ def row_splits(policy: SplitPolicy, group: SortedGroup) -> np.ndarray:
         return np.repeat(policy.sequence_splits[index], group.lengths)
     column = group.table.column(policy.split_column)
     if all(isinstance(c, float) for c in policy.cutoffs):
-        values = pc.cast(column, pa.float64()).to_numpy()
+        values = pc.cast(column, pa.float64(), safe=False).to_numpy()
         return np.searchsorted(np.asarray(policy.cutoffs), values, side="right").astype(np.int64)
     at_or_above = [pc.greater_equal(column, cutoff).to_numpy(zero_copy_only=False) for cutoff in policy.cutoffs]
     return np.sum(at_or_above, axis=0).astype(np.int64)

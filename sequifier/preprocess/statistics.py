@@ -47,6 +47,7 @@ def statistics_of(name: str, moments: Moments) -> dict[str, float]:
         raise UserError(
             name,
             f"normalization overflows (mean {moments.mean}, std {std}): the values are too large for float64 "
-            "arithmetic (near ±1e308, or a corrupted file); rescale the column or list it in categorical_columns",
+            "arithmetic (the squared deviations from the mean pass ±1e308 for values beyond about ±1e150, "
+            "or the file is corrupted); rescale the column or list it in categorical_columns",
         )
     return {"mean": moments.mean, "std": std}

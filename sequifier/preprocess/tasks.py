@@ -64,6 +64,32 @@ class GroupFit:
 
     moments: dict[str, Moments]
     values: dict[str, pa.Array]
+    gaps: PositionGaps
+
+
+@dataclass(frozen=True)
+class PositionGaps:
+    """Sequences whose items of one split do not have consecutive itemPositions, and the first such step."""
+
+    sequences: int = 0
+    example: tuple[int, int, int] | None = None  # (sequenceId, itemPosition, the next one in its split)
+
+    def merged(self, other: PositionGaps) -> PositionGaps:
+        return PositionGaps(self.sequences + other.sequences, self.example or other.example)
+
+
+def position_gaps(group: SortedGroup, splits: np.ndarray, n_splits: int) -> PositionGaps:
+    """Stored windows record each window's first itemPosition only, so readers take the items after it as
+    consecutive: these are the sequences where that is not so."""
+    order = np.lexsort((group.item_positions, splits, group.sequence_ids))
+    sequences, in_split, positions = group.sequence_ids[order], splits[order], group.item_positions[order]
+    same = (sequences[1:] == sequences[:-1]) & (in_split[1:] == in_split[:-1]) & (in_split[1:] < n_splits)
+    gap = np.flatnonzero(same & (np.diff(positions) != 1))
+    if not gap.size:
+        return PositionGaps()
+    first = int(gap[0])
+    example = (int(sequences[first]), int(positions[first]), int(positions[first + 1]))
+    return PositionGaps(int(np.unique(sequences[gap]).size), example)
 
 
 def fit_group(shared: SharedWork, group: Group) -> GroupFit:
@@ -75,7 +101,8 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     columns = shared.columns
     wanted = list(dict.fromkeys([*columns.real, *columns.categorical, *filter(None, [shared.split.split_column])]))
     rows, item_group, items = _loaded(shared, group, wanted)
-    fit_items = None if shared.fit_on_all_data else row_splits(shared.split, item_group) == 0
+    splits = row_splits(shared.split, item_group)
+    fit_items = None if shared.fit_on_all_data else splits == 0
     fit_rows = fit_items[items.item_of_row] if items is not None and fit_items is not None else fit_items
     moments = {}
     for name in columns.real:
@@ -87,7 +114,7 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     for name in columns.categorical:
         column = rows.column(name)
         distinct[name] = pc.unique(column if fit_rows is None else column.filter(pa.array(fit_rows)))
-    return GroupFit(moments, distinct)
+    return GroupFit(moments, distinct, position_gaps(item_group, splits, shared.split.n_splits))
 
 
 def _encoded(shared: SharedWork, rows: pa.Table, items: Items | None) -> dict[str, np.ndarray]:

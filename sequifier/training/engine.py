@@ -102,6 +102,7 @@ class Trainer:
         self.validator = Validator(
             spec, self.parts, self.losses, self.network, self.runtime, ranks, self.sharded, self.device
         )
+        self.validator.check_scoreable()
 
     def _batches(self, part: PartData, phase: int, epoch: int) -> list[torch.Tensor]:
         seed = stream_seed(self.spec.config.seed, "shuffle", phase, epoch, part.spec.dataset, part.spec.part)

@@ -92,6 +92,18 @@ def evaluate_split(
     return totals
 
 
+def counted_targets(
+    split: SplitData, shape: ViewShape, input_columns: tuple[str, ...], losses: TargetLosses, batch_size: int
+) -> Totals:
+    """Totals of one validation split holding only how many targets of each target column count (no forward)."""
+    names = tuple(t.name for t in losses.targets)
+    totals = Totals(count=dict.fromkeys(names, 0))
+    for start in range(0, len(split), batch_size):
+        batch = split.gathered(slice(start, start + batch_size), shape, input_columns, names)
+        totals.add(Totals(count={k: int(v) for k, v in losses.counts(batch.targets, batch.target_valid).items()}))
+    return totals
+
+
 def summarize(totals: Totals, losses: TargetLosses) -> Evaluation:
     """Mean loss per target and the weighted aggregate, for the model and the persistence baseline."""
     means, baseline = {}, {}

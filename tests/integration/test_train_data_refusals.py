@@ -29,6 +29,18 @@ def _event_id(project: Path, value: int) -> None:
     pq.write_table(table.set_column(table.schema.get_field_index("16"), "16", pa.array(values)), path)
 
 
+def _validation_events_missing(project: Path) -> None:
+    """Every event of the validation split [unknown] (id 0), as a column missing there would preprocess."""
+    path = project / "data" / "events-split1.parquet"
+    table = pq.read_table(path)
+    events = pa.array(np.asarray(table.column("inputCol").to_pylist()) == "event")
+    for name in [n for n in table.schema.names if n.isdigit()]:
+        values = table.column(name).to_numpy()
+        column = pa.array(np.where(events.to_numpy(zero_copy_only=False), 0.0, values))
+        table = table.set_column(table.schema.get_field_index(name), name, column)
+    pq.write_table(table, path)
+
+
 def _wider_metadata(project: Path) -> None:
     path = project / "configs" / "metadata_configs" / "events.json"
     metadata = json.loads(path.read_text())
@@ -40,6 +52,12 @@ CASES = [
     ("empty-training-split", lambda p: _empty(p, 0), [], "events-split0.parquet: holds no views"),
     ("empty-validation-split", lambda p: _empty(p, 1), [], "events-split1.parquet: holds no views"),
     ("id-beyond-the-classes", lambda p: _event_id(p, 99), [], "holds the id 99, outside the 15 classes"),
+    (
+        "no-validation-value-of-a-target",
+        _validation_events_missing,
+        [],
+        "evaluation.sources: the validation split of default holds no value of the target 'event' to score",
+    ),
     (
         "windows-narrower-than-the-views",
         _wider_metadata,

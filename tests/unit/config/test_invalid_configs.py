@@ -1223,6 +1223,23 @@ def shared_interface_differing_classes(project: Path) -> dict:
     }
 
 
+def digits_named_column(project: Path) -> dict:
+    """The reference data with a copy of `event` named "0", as a file another tool preprocessed could hold."""
+    data = json.loads((project / METADATA).read_text())
+    path = metadata_variant(
+        project,
+        "digits",
+        column_data_types=data["column_data_types"] | {"0": "Int64"},
+        n_classes=data["n_classes"] | {"0": data["n_classes"]["event"]},
+        id_maps=data["id_maps"] | {"0": data["id_maps"]["event"]},
+    )
+    return {
+        "dataset.part.metadata_config_path": path,
+        "model.interface.input_columns": ["event", "channel", "amount", "0"],
+        f"{INGESTION}.feature_embedding_dims.0": 4,
+    }
+
+
 def fixed(changes: dict) -> Callable[[Path], dict]:
     return lambda project: changes
 
@@ -1232,6 +1249,12 @@ def resolve_row(id: str, changes: Callable[[Path], dict], path: str, fragment: s
 
 
 RESOLVE_ROWS = [
+    resolve_row(
+        "digits-named-column",
+        digits_named_column,
+        "model.interfaces.default.input_columns",
+        "the column name '0' is only digits",
+    ),
     resolve_row(
         "unknown-input-column",
         fixed(

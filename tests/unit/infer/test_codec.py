@@ -9,7 +9,8 @@ from conftest import REFERENCE_DIR
 
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
-from sequifier.infer.codec import category_names, decode_values, encode_values
+from sequifier.infer.codec import category_names, class_column_names, decode_values, encode_values
+from sequifier.infer.outputs import _probabilities_table
 
 COLUMNS = ["event", "channel", "amount", "delay"]
 
@@ -80,3 +81,19 @@ def test_ids_stay_ids_without_decoding_and_every_id_has_a_name():
     assert list(decode_values(np.array([3, 14]), columns["event"], special, decode_categories=False)) == [3, 14]
     names = category_names(columns["event"], special)
     assert list(names[:3]) == ["[unknown]", "[other]", "[mask]"] and names[3] == "e00" and names[14] == "e11"
+
+
+def test_probability_columns_of_a_sparse_id_map_have_one_distinct_name_per_class():
+    special = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
+    column = {"kind": "categorical", "n_classes": 11, "id_map": {"😀": 3, "": 4, "café": 10}}
+    class_ids = np.arange(1, 11)
+    names = class_column_names(column, special, class_ids)
+    assert names == ["[other]", "[mask]", "😀", "", *[f"[unused {i}]" for i in range(5, 10)], "café"]
+    table = _probabilities_table(
+        {"sequenceId": np.zeros(2, dtype=np.int64)},
+        np.full((2, 10), 0.1),
+        "event",
+        {"class_ids": {"event": class_ids.tolist()}, "columns": {"event": column}, "special_token_ids": special},
+        decode_categories=True,
+    )
+    assert table.num_columns == 11 and np.allclose(np.sum([table[n].to_numpy() for n in names], axis=0), 1.0)

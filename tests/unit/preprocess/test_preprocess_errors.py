@@ -20,6 +20,7 @@ import sequifier.preprocess.outputs as outputs_module
 import sequifier.preprocess.run as run_module
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
+from sequifier.data.column_names import column_name_problem
 from sequifier.preprocess import run_preprocess
 
 CONFIG = "configs/preprocess.yaml"
@@ -149,7 +150,7 @@ CASES = [
         {CSV: "sequenceId,itemPosition,event,amount\n0,0,caf\xe9,1.0\n0,1,th\xe9,2.0\n".encode("latin-1")},
         None,
         "event",
-        "not UTF-8 text",
+        "not UTF-8 text in {root}/" + CSV,
     ),
     ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),
     (
@@ -333,6 +334,54 @@ CASES = [
         None,
         "{root}/data/events-split0",
         "is a file or link, not an earlier split folder",
+    ),
+    (
+        "a csv separated by semicolons",
+        CSV_INPUT,
+        {CSV: "sequenceId;itemPosition;event\n0;0;a\n0;1;b\n"},
+        None,
+        "sequenceId",
+        "its header reads as the one column 'sequenceId;itemPosition;event': fields must be separated by commas",
+    ),
+    (
+        "a csv with spaces after its commas",
+        CSV_INPUT,
+        {CSV: "sequenceId, itemPosition, event\n0, 0, a\n0, 1, b\n"},
+        None,
+        "itemPosition",
+        "a column is named ' itemPosition': remove the spaces around the name",
+    ),
+    (
+        "a date column",
+        {},
+        {DATA: good_table().append_column("day", pa.array([0] * 36, pa.int32()).cast(pa.date32()))},
+        None,
+        "day",
+        "unsupported type date32[day] in {root}/" + DATA + "; use strings, integers, booleans or floats (cast",
+    ),
+    (
+        "a parquet column of bytes",
+        {},
+        {DATA: good_table().append_column("raw", pa.array([b"ab"] * 36, pa.binary()))},
+        None,
+        "raw",
+        "unsupported type binary in {root}/" + DATA,
+    ),
+    (
+        "a feature column named like an identifier of infer's outputs",
+        {},
+        {DATA: good_table().rename_columns(["sequenceId", "itemPosition", "subsequenceId", "amount"])},
+        None,
+        "{root}/" + DATA,
+        "the column name 'subsequenceId' is reserved",
+    ),
+    (
+        "a selected column whose name holds a dot",
+        {"selected_columns": ["a.b"]},
+        {DATA: good_table().rename_columns(["sequenceId", "itemPosition", "a.b", "amount"])},
+        None,
+        "selected_columns",
+        "the column name 'a.b' holds a '.'",
     ),
     (
         "split_values numbers for text",
@@ -586,3 +635,13 @@ def test_sigterm_removes_staged_outputs_and_restores_the_handler(tmp_path, monke
     assert exit_info.value.code == 128 + signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is before
     assert leftovers(tmp_path, {DATA, CONFIG}) == []
+
+
+@pytest.mark.parametrize("name", ["", "x.y", "0", "12", "left_pad_lengths", "windowStartOffset", "leftPadLength"])
+def test_names_the_network_its_graph_or_the_outputs_cannot_carry_are_refused(name):
+    assert column_name_problem(name) is not None
+
+
+@pytest.mark.parametrize("name", ["my col", "7days", "x-y", "événement", "€", "event"])
+def test_other_names_are_fine(name):
+    assert column_name_problem(name) is None

@@ -139,6 +139,95 @@ def test_types_are_unified_across_files(tmp_path, monkeypatch):
     assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
 
 
+def test_a_declared_categorical_csv_column_keeps_values_that_would_parse_as_one_number(tmp_path, monkeypatch):
+    values = ["007", "7", "1.0", "1", "01", "true", "TRUE", "7"]
+    (tmp_path / "data").mkdir()
+    lines = ["sequenceId,itemPosition,code"] + [f"{i // 4},{i % 4},{v}" for i, v in enumerate(values)]
+    (tmp_path / "data" / "codes.csv").write_text("\n".join(lines) + "\n")
+    metadata = preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/codes.csv",
+        read_format="csv",
+        selected_columns=["code"],
+        categorical_columns=["code"],
+        real_columns=[],
+        window_length=2,
+        split_ratios=[1.0],
+    )
+    assert set(metadata["id_maps"]["code"]) == {*values, "[unknown]", "[other]"}
+
+
+@pytest.mark.parametrize(
+    "positions, split, warned",
+    [
+        (
+            [0, 10, 20, 30, 40, 50],
+            {},
+            "in 1 of 2 sequences the items of a split are not at consecutive positions (sequenceId 1: 0, then 10)",
+        ),
+        ([5, 6, 7, 8, 9, 10], {}, None),
+        (
+            [0, 1, 2, 3, 4, 5],
+            {"split_method": "value_cutoff", "split_column": "day", "split_values": [1.5]},
+            "(sequenceId 1: 0, then 2)",
+        ),
+    ],
+    ids=["gaps", "consecutive-from-5", "value-cutoff-interleaves"],
+)
+def test_positions_a_split_does_not_hold_consecutively_are_warned_about(
+    positions, split, warned, tmp_path, monkeypatch, capsys
+):
+    table = pa.table(
+        {
+            "sequenceId": [1] * 6 + [2] * 6,
+            "itemPosition": positions + list(range(6)),
+            "event": ["a", "b"] * 6,
+            "day": [0.0, 3.0] * 3 + [0.0] * 3 + [3.0] * 3,
+        }
+    )
+    (tmp_path / "data").mkdir()
+    pq.write_table(table, tmp_path / "data" / "steps.parquet")
+    ratios = [0.5, 0.5] if split else [1.0]
+    preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/steps.parquet",
+        selected_columns=["event"],
+        window_length=2,
+        split_ratios=ratios,
+        **split,
+    )
+    lines = [line for line in capsys.readouterr().err.splitlines() if "warning: itemPosition" in line]
+    assert (lines == []) if warned is None else (len(lines) == 1 and warned in lines[0])
+
+
+def test_integers_beyond_float64_precision_can_be_a_real_column(tmp_path, monkeypatch):
+    """Nanosecond timestamps declared real: rounded to float64 as any real is, not an error."""
+    base = 2**60
+    table = pa.table(
+        {
+            "sequenceId": [1] * 4 + [2] * 4,
+            "itemPosition": [0, 1, 2, 3] * 2,
+            "stamp": pa.array([base + 10**9 * i for i in range(8)], pa.int64()),
+        }
+    )
+    (tmp_path / "data").mkdir()
+    pq.write_table(table, tmp_path / "data" / "stamps.parquet")
+    metadata = preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/stamps.parquet",
+        selected_columns=["stamp"],
+        real_columns=["stamp"],
+        categorical_columns=[],
+        window_length=2,
+        split_ratios=[1.0],
+    )
+    assert metadata["column_data_types"] == {"stamp": "Float64"}
+    assert metadata["selected_columns_statistics"]["stamp"]["mean"] == pytest.approx(base + 3.5e9, rel=1e-12)
+
+
 @pytest.mark.parametrize("write_format", ["parquet", "pt"])
 def test_shards_with_several_cores_hold_the_same_windows(write_format, tmp_path, monkeypatch, reference_splits):
     monkeypatch.setattr(groups_module, "GROUP_ROWS", 1000)

@@ -1,0 +1,26 @@
+"""What a feature column may be called: a name the network's modules, its ONNX graph and infer's outputs can carry."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from sequifier.config.preprocess import ID_COLUMNS
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS
+from sequifier.export.contract import PAD_INPUT
+from sequifier.infer.rows import ROW_IDENTIFIERS
+
+RESERVED = frozenset({*ID_COLUMNS, *IDENTIFIER_COLUMNS, *ROW_IDENTIFIERS, PAD_INPUT})
+
+
+def column_name_problem(name: str) -> Optional[str]:
+    """Why `name` cannot name a feature column, or None."""
+    if not name:
+        return "is empty"
+    if "." in name:
+        return "holds a '.', which the network's module names cannot"
+    if name.isdigit():
+        return "is only digits, which an ONNX graph's input names cannot be"
+    if name in RESERVED:
+        reserved = ", ".join(sorted(RESERVED))
+        return f"is reserved for the identifiers of stored windows, infer's outputs and the ONNX graph ({reserved})"
+    return None
