@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sequifier.config.compose import Overrides, TrainEntry, launcher_settings, parse_overrides
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.schema import TrainConfig
 
 SLURM_PRESETS = ("submitit_slurm", "slurm_ddp")
@@ -61,3 +61,27 @@ def check_tasks(entry: TrainEntry, combination: list[str], config: TrainConfig) 
             "set global_training.distributed=true (e.g. global_training/distributed=ddp_gloo_cpu) "
             "or hydra.launcher.tasks_per_node=1",
         )
+
+
+def check_launcher_keys(entry: TrainEntry, combinations: list[list[str]]) -> None:
+    """Every `hydra.launcher.<field>` override names a setting of the launcher the job selects (Hydra's own
+    answer suggests appending it with +, which the launcher then rejects with a traceback)."""
+    settings_of: dict[tuple[str, ...], dict[str, Any]] = {}
+    for combination in combinations:
+        fields = [(o, _key(o).split(".")[2]) for o in combination if _key(o).startswith("hydra.launcher.")]
+        if not fields:
+            continue
+        selection = tuple(o for o in combination if _key(o) == "hydra/launcher")
+        if selection not in settings_of:
+            settings_of[selection] = launcher_settings(entry, list(selection))
+        known = [k for k in settings_of[selection] if k != "_target_"]
+        launcher = chosen_launcher(list(selection)) or "basic"
+        for override, field in fields:
+            if field not in known:
+                offered = (
+                    f"its settings: {', '.join(known)}" if known else "it has none; select one: hydra/launcher=..."
+                )
+                raise UserError(
+                    override,
+                    f"{field!r} is not a setting of the launcher {launcher} ({offered}){did_you_mean(field, known)}",
+                )

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,6 +14,14 @@ from sequifier.training.curves import SWEEP_FILE, draw_sweep
 
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.txt"
+# Set by the command for its jobs (launchers' processes inherit it): a sweep folder used again reports this sweep only.
+SWEEP_ID_VARIABLE = "SEQUIFIER_SWEEP_ID"
+
+
+def start_sweep() -> tuple[str, ...]:
+    """A fresh sweep id for this command, and the Hydra setting that hands it to every job wherever it runs."""
+    os.environ[SWEEP_ID_VARIABLE] = uuid.uuid4().hex
+    return (f"+hydra.job.env_set.{SWEEP_ID_VARIABLE}={os.environ[SWEEP_ID_VARIABLE]}",)
 
 
 @dataclass(frozen=True)
@@ -51,6 +61,7 @@ def sweep_model_name(model_name: str, override_dirname: str) -> str:
 
 
 def write_result(job: HydraJob, result: dict[str, Any]) -> None:
+    result = {**result, "sweep_id": os.environ.get(SWEEP_ID_VARIABLE)}
     write_text_atomic(job.run_dir / RESULT_FILE, json.dumps(result, indent=2))
 
 
@@ -61,9 +72,10 @@ def chosen_sweep_dir(overrides: list[str], default: Path) -> Path:
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The result of every job of a finished sweep, in job order."""
+    """The result of every job of the sweep this command ran, in job order (an earlier sweep's stay out)."""
     results = [json.loads(p.read_text()) for p in sweep_dir.rglob(RESULT_FILE)]
-    return sorted(results, key=lambda r: r.get("job", 0))
+    ours = [r for r in results if r.get("sweep_id") == os.environ.get(SWEEP_ID_VARIABLE)]
+    return sorted(ours, key=lambda r: r.get("job", 0))
 
 
 def summary_table(results: list[dict[str, Any]], sweep_dir: Path) -> str:

@@ -16,6 +16,7 @@ config errors stay fast.
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import sys
 import time
@@ -26,12 +27,13 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sequifier.commands.launcher import check_tasks, with_launcher_defaults
+from sequifier.commands.launcher import check_launcher_keys, check_tasks, with_launcher_defaults
 from sequifier.commands.sweep import (
     HydraJob,
     chosen_sweep_dir,
     current_job,
     report_sweep,
+    start_sweep,
     sweep_model_name,
     write_result,
 )
@@ -69,6 +71,7 @@ def run(args: argparse.Namespace) -> int:
             "command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them"
         )
     entry = read_entry(args.config_path)
+    check_launcher_keys(entry, overrides.combinations)
     overrides = with_launcher_defaults(overrides, entry)
     PREPARED.clear()
     configs = [
@@ -76,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
     ]
     for combination, config in zip(overrides.combinations, configs):
         check_tasks(entry, combination, config)
+    _refuse_repeated_jobs(overrides.combinations, configs)
     for warning in config_warnings(configs[0]):
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
@@ -83,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
     try:
-        run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank())
+        run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank() + start_sweep())
     except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
         if not multirun or not ended.code:
             raise
@@ -92,15 +96,36 @@ def run(args: argparse.Namespace) -> int:
     return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
 
 
+def _refuse_repeated_jobs(combinations: list[list[str]], configs: list[TrainConfig]) -> None:
+    """Two jobs of one config would train one model name twice, the second overwriting the first."""
+    seen: dict[str, list[str]] = {}
+    for combination, config in zip(combinations, configs):
+        key = json.dumps(asdict(config), sort_keys=True, default=str)
+        if key in seen:
+            raise UserError(
+                "command line",
+                f"the jobs with overrides {' '.join(seen[key])} and {' '.join(combination)} are one run (the same "
+                "config and model name; the second would overwrite the first): remove the repeated value",
+            )
+        seen[key] = combination
+
+
 def command_overrides(args: argparse.Namespace) -> list[str]:
-    """The trailing path=value overrides plus the flags that stand for config fields."""
+    """The trailing path=value overrides plus the flags that stand for config fields (a flag and an override of
+    the same field are refused: one would silently win)."""
     overrides = list(args.overrides)
-    if args.model_name:
-        overrides.append(f"model_name={args.model_name}")
-    if args.seed is not None:
-        overrides.append(f"seed={args.seed}")
-    if args.skip_metadata:
-        overrides.append("skip_metadata=true")
+    overridden = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
+    flags = (
+        ("--model-name", "model_name", args.model_name or None),
+        ("--seed", "seed", args.seed),
+        ("--skip-metadata", "skip_metadata", "true" if args.skip_metadata else None),
+    )
+    for flag, field, value in flags:
+        if value is None:
+            continue
+        if field in overridden:
+            raise UserError(flag, f"sets {field}, which an override sets too; give one of them")
+        overrides.append(f"{field}={value}")
     return overrides
 
 

@@ -22,6 +22,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.expand import expand_singletons
+from sequifier.config.files import MAX_NESTING, nesting
 from sequifier.config.fragments import KEY as FRAGMENTS_KEY
 from sequifier.config.fragments import compose_file
 from sequifier.config.schema import TrainConfig, hydra_defaults
@@ -55,6 +56,11 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as error:
         raise UserError("command line", str(error).splitlines()[0]) from None
+    except RecursionError:
+        raise UserError("command line", "an override's value nests too deeply to parse") from None
+    for override in parsed:
+        if nesting(override.value()) > MAX_NESTING:
+            raise UserError(override.input_line, f"nests mappings and lists more than {MAX_NESTING} levels deep")
     choices, swept = [], []
     for override in parsed:
         if override.key_or_group.lstrip("+~") == FRAGMENTS_KEY:
@@ -66,7 +72,16 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         if override.is_sweep_override():
             key = override.get_key_element()
             swept.append(override.key_or_group)
-            choices.append([f"{key}={value}" for value in override.sweep_string_iterator()])
+            try:
+                values = list(override.sweep_string_iterator())
+            except (HydraException, ValueError) as error:
+                raise UserError(
+                    override.input_line,
+                    f"cannot be listed as jobs ({error}); list the values: key=a,b or key=range(0,4)",
+                ) from None
+            if not values:
+                raise UserError(override.input_line, "lists no values, so the sweep would run no job")
+            choices.append([f"{key}={value}" for value in values])
         else:
             choices.append([override.input_line])
     return Overrides(list(overrides), swept, [list(c) for c in itertools.product(*choices)])
@@ -215,6 +230,13 @@ def canonical_config(data: dict[str, Any]) -> TrainConfig:
     return validate(expand_singletons(data))
 
 
+def hydra_quoted(value: str) -> str:
+    """`value` as a quoted Hydra override value: paths with spaces, letters beyond ASCII, `( ) = , '` parse as
+    themselves (a backslash escapes only where it precedes a quote or ends the string)."""
+    escaped = re.sub(r"(\\*)'", lambda match: match.group(1) * 2 + "\\'", value)
+    return "'" + re.sub(r"(\\+)$", lambda match: match.group(1) * 2, escaped) + "'"
+
+
 def run_hydra(
     entry: TrainEntry,
     overrides: Overrides,
@@ -237,7 +259,7 @@ def run_hydra(
     argv += [
         SEARCH_PATH,
         "hydra.job.name=train",
-        f"hydra.sweep.dir={sweep_dir}",
+        f"hydra.sweep.dir={hydra_quoted(str(sweep_dir))}",
         "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(excluded) + "]",
     ]
     argv += [*settings, *overrides.all]

@@ -12,6 +12,20 @@ from omegaconf.errors import OmegaConfBaseException
 
 from sequifier.config.errors import UserError
 
+MAX_NESTING = 32  # levels of mappings and lists: far more than any config needs, far fewer than OmegaConf's limit
+
+
+def nesting(value: Any) -> int:
+    """How many levels of mappings and lists `value` holds (0 for a scalar)."""
+    deepest, pending = 0, [(value, 1)]
+    while pending:
+        node, level = pending.pop()
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is not None:
+            deepest = max(deepest, level)
+            pending += [(child, level + 1) for child in children]
+    return deepest
+
 
 def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
     """The top-level mapping of a YAML file, with interpolations resolved unless `resolve` is false.
@@ -21,6 +35,8 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
     UserError naming the file for a missing file, bad YAML, a non-mapping or an unresolvable interpolation.
     """
     path = Path(path)
+    if path.is_dir():
+        raise UserError(str(path), "is a folder, not a config file")
     if not path.is_file():
         raise UserError(str(path), "config file not found")
     try:
@@ -33,6 +49,10 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
         raise UserError(str(path), _yaml_syntax_problem(error)) from None
     if top is not None and not isinstance(top, dict):  # an empty file is an empty mapping
         raise UserError(str(path), f"must contain a mapping of fields at the top level, not a {type(top).__name__}")
+    if nesting(top) > MAX_NESTING:
+        raise UserError(
+            str(path), f"nests mappings and lists more than {MAX_NESTING} levels deep; a config needs fewer"
+        )
     try:
         data = OmegaConf.load(io.StringIO(text))
     except yaml.YAMLError as error:

@@ -144,6 +144,8 @@ def _check(config: InferConfig) -> None:
     problems = ProblemList()
     if config.inference_batch_size < 1:
         problems.add("inference_batch_size", f"must be at least 1, got {config.inference_batch_size}")
+    if not 0 <= config.seed < 2**63:
+        problems.add("seed", f"must be from 0 to 2**63-1 (ONNX Runtime's and numpy's seeds), got {config.seed}")
     if config.autoregressive and config.generation_steps is None:
         problems.add("generation_steps", "is required with autoregressive: true")
     if config.generation_steps is not None and not config.autoregressive:

@@ -6,9 +6,9 @@ from typing import Optional
 
 from sequifier.config.preprocess import ID_COLUMNS
 from sequifier.data.stored_windows import IDENTIFIER_COLUMNS
-from sequifier.export.contract import PAD_INPUT
-from sequifier.infer.rows import ROW_IDENTIFIERS
 
+ROW_IDENTIFIERS = ("sequenceId", "subsequenceId", "windowStartOffset", "itemPosition")  # infer's first columns
+PAD_INPUT = "left_pad_lengths"  # the ONNX graph's input of each view's left padding
 RESERVED = frozenset({*ID_COLUMNS, *IDENTIFIER_COLUMNS, *ROW_IDENTIFIERS, PAD_INPUT})
 
 

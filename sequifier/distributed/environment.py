@@ -7,6 +7,8 @@ import os
 import tempfile
 from pathlib import Path
 
+from sequifier.config.compose import hydra_quoted
+
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
 
@@ -21,4 +23,4 @@ def hydra_settings_of_this_rank() -> tuple[str, ...]:
     if rank == "0" or not all(name in os.environ for name in TORCHRUN_VARIABLES):
         return ()
     elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
-    return ("hydra.output_subdir=null", f"hydra.run.dir={elsewhere}", "hydra/job_logging=stdout")
+    return ("hydra.output_subdir=null", f"hydra.run.dir={hydra_quoted(str(elsewhere))}", "hydra/job_logging=stdout")

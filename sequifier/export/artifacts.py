@@ -11,10 +11,13 @@
 from __future__ import annotations
 
 import logging
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
+from sequifier.config.errors import UserError, os_problem
 from sequifier.config.network import NetworkSpec
 from sequifier.config.resolve import RunSpec
 from sequifier.export.bundle import write_bundle
@@ -35,13 +38,28 @@ def export_models(network: SequifierNetwork, spec: RunSpec, kind: str, epoch: in
             view = spec.dataset_view(dataset)
             for artifact in (artifact for artifact, wanted in chosen.items() if wanted):
                 path = spec.models_dir / onnx_name(view.model_name, artifact, kind, epoch)
-                export_onnx(network, view, path, artifact, config.export_with_dropout)
+                with _written_or_refused(path):
+                    export_onnx(network, view, path, artifact, config.export_with_dropout)
                 written.append(path)
     if config.export_pt and (config.export_generative_model or config.export_embedding_model):
         path = spec.models_dir / pt_name(spec.model_name, kind, epoch)
-        write_bundle(network, spec, path, kind, epoch)
+        with _written_or_refused(path):
+            write_bundle(network, spec, path, kind, epoch)
         written.append(path)
     return written
+
+
+@contextmanager
+def _written_or_refused(path: Path) -> Iterator[None]:
+    """A model file the file system refuses (a folder in the way, a read-only or full disk) is one line."""
+    try:
+        yield
+    except OSError as error:
+        raise UserError(
+            str(path),
+            f"cannot write the exported model ({os_problem(error)}); the checkpoints are kept: once it can be "
+            "written, `sequifier train global_training.resume.policy=if_exists` exports the models",
+        ) from None
 
 
 def export_network(spec: NetworkSpec, state: dict[str, torch.Tensor], device: torch.device) -> SequifierNetwork:

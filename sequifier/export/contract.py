@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
+from sequifier.data.column_names import PAD_INPUT
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, check_id_map
 
 if TYPE_CHECKING:  # reading a contract (ONNX inference) needs no torch
@@ -20,7 +21,6 @@ if TYPE_CHECKING:  # reading a contract (ONNX inference) needs no torch
 
 CONTRACT_KEY = "sequifier.contract"
 CONTRACT_VERSION = 2
-PAD_INPUT = "left_pad_lengths"
 EMBEDDING_OUTPUT = "backbone.embedding"
 ARTIFACTS = ("generative", "embedding", "network")  # a PT bundle ("network") serves both model types
 DROPOUT_MODES = ("inactive", "active", "selectable")  # selectable: PT, chosen at inference

@@ -18,7 +18,8 @@ from torch import Tensor
 
 from sequifier.atomic import atomic_path
 from sequifier.config.resolve import RunSpec
-from sequifier.export.contract import CONTRACT_KEY, PAD_INPUT, build_contract, encode, graph_inputs
+from sequifier.data.column_names import PAD_INPUT
+from sequifier.export.contract import CONTRACT_KEY, build_contract, encode, graph_inputs
 from sequifier.export.graph import InferenceGraph
 from sequifier.model.network import SequifierNetwork
 

@@ -69,7 +69,10 @@ class OnnxModel:
         self.path = path
         self.providers = _providers(device)
         self.session = self._session(path, 1)
-        metadata = self.session.get_modelmeta().custom_metadata_map
+        try:
+            metadata = self.session.get_modelmeta().custom_metadata_map
+        except UnicodeDecodeError:
+            raise UserError(str(path), "is damaged: its metadata is not UTF-8 text") from None
         if CONTRACT_KEY not in metadata:
             raise UserError(str(path), "is not a sequifier model (no execution contract in its metadata)")
         self.contract: dict[str, Any] = decode(metadata[CONTRACT_KEY], str(path))

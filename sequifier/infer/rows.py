@@ -11,9 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sequifier.data.column_names import ROW_IDENTIFIERS
 from sequifier.data.stored_windows import StoredWindows
-
-ROW_IDENTIFIERS = ("sequenceId", "subsequenceId", "windowStartOffset", "itemPosition")  # the first columns written
 
 
 @dataclass(frozen=True)

@@ -48,7 +48,7 @@ from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import RunRecords
 from sequifier.training.result import TrainResult
 from sequifier.training.resume import checkpoint_to_resume, fingerprint
-from sequifier.training.run_state import restore, save_snapshot
+from sequifier.training.run_state import new_run_id, restore, save_snapshot
 from sequifier.training.runtime import TrainingRuntime
 from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
 from sequifier.training.stop import GracefulStop, StopRequested
@@ -98,7 +98,7 @@ class Trainer:
         self.snapshots = SnapshotSchedule(self.training, clock)
         self.checkpoints = checkpoint_dir(spec.project_root, spec.model_name)
         self.fingerprint = fingerprint(spec)
-        self.run_id = spec.run_dir.name
+        self.run_id = new_run_id(spec.run_dir)
         self.validator = Validator(
             spec, self.parts, self.losses, self.network, self.runtime, ranks, self.sharded, self.device
         )

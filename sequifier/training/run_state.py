@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -26,6 +27,14 @@ if TYPE_CHECKING:
     from sequifier.training.engine import Trainer
 
 logger = logging.getLogger("sequifier")
+
+
+def new_run_id(run_dir: Path) -> str:
+    """The id of a run that starts now: its start time to the millisecond and its Hydra job folder, so that two
+    runs of one model name (a sweep run again, its job 0 folder named `0` each time) never share one. A resumed
+    run keeps the id its checkpoint holds."""
+    started = datetime.now()
+    return f"{started:%Y-%m-%dT%H-%M-%S}.{started.microsecond // 1000:03d}_{run_dir.name}"
 
 
 def whole_state(trainer: Trainer) -> tuple[dict, dict]:

@@ -8,6 +8,8 @@ from pathlib import Path
 import yaml
 from conftest import run_sequifier, tiny_train_config, write_yaml
 
+from sequifier.training.history import read_history
+
 
 def test_a_2x2_sweep_runs_four_jobs_with_distinct_directories_names_and_a_summary(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(evaluation=True))
@@ -101,3 +103,37 @@ def test_the_slurm_presets_resume_if_a_checkpoint_exists_unless_the_user_chose_a
     write_yaml(config_file, written)
     result = run_sequifier(["train", "--cfg", "job", "-m", "hydra/launcher=submitit_slurm"], reference_project)
     assert yaml.safe_load(result.stdout)["global_training"]["resume"]["policy"] == "never"
+
+
+def test_a_sweep_run_again_under_one_model_name_reports_only_its_own_epochs(reference_project: Path):
+    """Job 0 of every sweep runs in a folder named `0`; its metric rows must not merge with an earlier run's."""
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(evaluation=True))
+    for epochs in (2, 1):
+        result = run_sequifier(
+            ["train", "-m", "seed=7", f"training_plan.epochs={epochs}", "--model-name", "rid"], reference_project
+        )
+        assert result.returncode == 0, result.stderr[-2000:]
+    history = read_history(reference_project / "logs" / "rid")
+    assert {epoch for by_epoch in history.series("validation").values() for epoch in by_epoch} == {1}
+    rows = (reference_project / "logs" / "rid" / "validation-metrics.csv").read_text().splitlines()[1:]
+    assert len({row.split(",")[0] for row in rows}) == 2
+
+
+def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_override_are_refused(
+    reference_project: Path,
+):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    refusals = {
+        ("-m", "seed=1,1"): "the jobs with overrides seed=1 and seed=1 are one run",
+        ("-m", "global_training.learning_rate=1e-3,0.001"): "are one run",
+        ("-m", "seed=1,2", "--seed", "5"): "--seed: sets seed, which an override sets too",
+        ("--model-name", "a", "model_name=b"): "--model-name: sets model_name, which an override sets too",
+        ("-m", "hydra/launcher=submitit_local", "+hydra.launcher.timeot_min=5"): (
+            "'timeot_min' is not a setting of the launcher submitit_local"
+        ),
+        ("-m", "hydra.launcher.timeout_min=5"): "'timeout_min' is not a setting of the launcher basic",
+    }
+    for arguments, problem in refusals.items():
+        result = run_sequifier(["train", "--cfg", "job", *arguments], reference_project)
+        assert result.returncode == 2 and problem in result.stderr, (arguments, result.stderr[-1000:])
+        assert "Traceback" not in result.stderr

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import yaml
 from conftest import run_sequifier, tiny_train_config, write_yaml
+from run_helpers import project_with
 
 
 def printed_config(project: Path, *args: str) -> dict:
@@ -63,3 +64,13 @@ def test_an_invalid_choice_is_refused_before_training(reference_project: Path):
     assert result.returncode == 2
     assert "shared_layer_groups[0]" in result.stderr
     assert not (reference_project / "models").exists()
+
+
+def test_a_project_whose_path_reads_as_override_syntax_trains_and_sweeps(tmp_path: Path):
+    """Letters beyond ASCII, spaces and `( ) = , '` in the project's path reach Hydra as one quoted value."""
+    project = project_with(tmp_path, "prøjekt (1)=a,b'c", tiny_train_config())
+    single = run_sequifier(["train", "training_plan.epochs=1"], project)
+    assert single.returncode == 0, single.stderr[-2000:]
+    swept = run_sequifier(["train", "-m", "training_plan.epochs=1", "seed=3"], project)
+    assert swept.returncode == 0, swept.stderr[-2000:]
+    assert len(list((project / "multirun").glob("*/*/0/result.json"))) == 1

@@ -56,3 +56,20 @@ def test_a_model_name_another_process_trains_is_refused(tmp_path, monkeypatch, c
     monkeypatch.chdir(project)
     assert cli.main(["train", "training_plan.epochs=1"]) == 0  # the lock went with its process
     assert list((project / "models").glob("*.onnx"))
+
+
+def test_a_model_file_the_disk_refuses_after_training_is_one_line_and_a_resume_exports_it(
+    tmp_path, monkeypatch, capsys
+):
+    project = project_with(tmp_path, "project", tiny_train_config())
+    in_the_way = project / "models" / "tiny-last-1.onnx"
+    in_the_way.mkdir(parents=True)
+    (in_the_way / "kept.txt").write_text("the user's")
+    error = _refusal(project, monkeypatch, capsys)
+    assert str(in_the_way) in error and "cannot write the exported model" in error, error
+    assert (project / "checkpoints" / "tiny" / "latest.pt").is_file()
+    assert (in_the_way / "kept.txt").read_text() == "the user's"
+    (in_the_way / "kept.txt").unlink()
+    in_the_way.rmdir()
+    assert cli.main(["train", "global_training.resume.policy=if_exists"]) == 0
+    assert in_the_way.is_file()

@@ -51,6 +51,13 @@ def set_contract(path: Path, text: str) -> None:
     onnx.save(model, str(path))
 
 
+def break_metadata_text(path: Path) -> None:
+    """One byte of the contract's text made invalid UTF-8, where the file still parses."""
+    data = bytearray(path.read_bytes())
+    data[data.find(b'"input_columns"') + 1] = 0xFF
+    path.write_bytes(bytes(data))
+
+
 def contract_with(path: Path, change) -> str:
     contract = json.loads({p.key: p.value for p in onnx.load(str(path)).metadata_props}[CONTRACT_KEY])
     change(contract)
@@ -110,6 +117,7 @@ CASES = [
         lambda u: set_contract(u / GENERATIVE, "[" * 100_000 + "]" * 100_000),
         "nested too deeply",
     ),
+    ("contract-not-utf8", "onnx.yaml", GENERATIVE, lambda u: break_metadata_text(u / GENERATIVE), "not UTF-8 text"),
     (
         "contract-missing-key",
         "onnx.yaml",

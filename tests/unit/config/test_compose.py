@@ -44,6 +44,22 @@ def test_sweep_overrides_expand_to_every_combination():
     assert ["a=1", "b=y", "c=3"] in parsed.combinations
 
 
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("seed=range(0,0)", "lists no values"),
+        ("seed=range(5,1)", "lists no values"),
+        ("seed=range(0,3,0)", "cannot be listed as jobs (range() arg 3 must not be zero)"),
+        ("lr=interval(0.1,0.2)", "cannot be listed as jobs"),
+        ("model_name=glob(*)", "cannot be listed as jobs"),
+    ],
+)
+def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str, problem: str):
+    with pytest.raises(UserError, match=problem.replace("(", r"\(").replace(")", r"\)")) as caught:
+        parse_overrides([override])
+    assert caught.value.where == override
+
+
 def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
     result = run_sequifier(["train", "--cfg", "job"], reference_project)

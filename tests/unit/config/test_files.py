@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sequifier.config.errors import UserError
-from sequifier.config.files import read_yaml_mapping
+from sequifier.config.files import nesting, read_yaml_mapping
 
 
 def write(tmp_path, text: str):
@@ -35,7 +35,15 @@ def test_missing_file(tmp_path):
 
 
 def test_folder_is_not_a_config_file(tmp_path):
-    assert "not found" in problem_of(tmp_path)
+    assert problem_of(tmp_path) == "is a folder, not a config file"
+
+
+def test_nesting_beyond_any_config_is_refused_before_omegaconf_recurses(tmp_path):
+    deep = "1"
+    for _ in range(100):
+        deep = "{a: " + deep + "}"
+    assert "nests mappings and lists more than 32 levels deep" in problem_of(write(tmp_path, f"x: {deep}\n"))
+    assert nesting(read_yaml_mapping(write(tmp_path, "x: " + "[" * 20 + "]" * 20 + "\n"))) == 21
 
 
 def test_syntax_error_names_line_and_column(tmp_path):

@@ -660,6 +660,8 @@ VALIDATION_ROWS = [
     row("dropout-one", {f"{ARCH}.dropout": 1.0}, f"{ARCH}.dropout", "must be in [0, 1), got 1.0"),
     row("dropout-negative", {f"{ARCH}.dropout": -0.1}, f"{ARCH}.dropout", "must be in [0, 1), got -0.1"),
     row("num-layers-zero", {f"{ARCH}.num_layers": 0}, f"{ARCH}.num_layers", "must be at least 1, got 0"),
+    row("seed-beyond-64-bits", {"seed": 2**64}, "seed", "must be a 64-bit integer"),
+    row("seed-below-64-bits", {"seed": -(2**63) - 1}, "seed", "must be a 64-bit integer"),
     row(
         "shared-layers-unknown-index",
         {f"{ARCH}.shared_layer_groups": [[0, 5]]},

@@ -53,6 +53,8 @@ def test_several_models_and_command_line_seeds(tmp_path: Path):
         ({"model_type": "embedding", "output_probabilities": True}, "output_probabilities", "generative"),
         ({"model_type": "embedding", "autoregressive": True, "generation_steps": 2}, "autoregressive", "generative"),
         ({"inference_batch_size": 0}, "inference_batch_size", "at least 1"),
+        ({"seed": -1}, "seed", "must be from 0 to 2**63-1"),
+        ({"seed": 2**63}, "seed", "must be from 0 to 2**63-1"),
         ({"data_path": None}, "data_path", "metadata_config_path"),
         ({"window_stride": 0}, "window_stride", "at least 1"),
         ({"window_stride": 2, "autoregressive": True, "generation_steps": 2}, "window_stride", "single-step"),
