@@ -182,6 +182,8 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
         if this_rank() == 0:
             print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
                   "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
+            if job.multirun:
+                write_result(job, result | {"status": "stopped", "error": f"stopped; latest checkpoint {stopped}"})
         raise SystemExit(STOPPED_EXIT_CODE) from None
     except UserError as error:
         if not job.multirun:

@@ -113,7 +113,13 @@ class TrainEntry:
 
 
 def read_entry(config_file: Path) -> TrainEntry:
-    return TrainEntry(config_file, compose_file(config_file))
+    node = compose_file(config_file)
+    if not node:
+        raise UserError(
+            str(config_file),
+            "is empty: a train config names the model, its data and the plan (`sequifier make` writes one)",
+        )
+    return TrainEntry(config_file, node)
 
 
 def register_entry(entry: TrainEntry) -> None:

@@ -26,6 +26,8 @@ def load_weights_only(path: Path, what: str) -> Any:
     """
     import torch
 
+    if path.is_file() and path.stat().st_size == 0:
+        raise UserError(str(path), f"not a readable {what}: the file is empty (0 bytes)")
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as error:
@@ -33,4 +35,5 @@ def load_weights_only(path: Path, what: str) -> Any:
             str(path), f"not a readable {what}: unpickling with weights_only=True failed ({_finding(error)})"
         ) from None
     except Exception as error:  # a damaged zip or pickle raises many kinds of errors
-        raise UserError(str(path), f"not a readable {what} ({' '.join(str(error).split())[:200]})") from None
+        said = " ".join(str(error).split())[:200] or type(error).__name__
+        raise UserError(str(path), f"not a readable {what} ({said})") from None

@@ -19,6 +19,7 @@ def check_loss(
     where: str,
     last_finite: float | None,
     learning_rate: float,
+    float16_parameters: bool = False,
 ) -> None:
     """Raise TrainingDiverged when a target's loss sum is not finite, naming it and any non-finite input column."""
     for target, (total, _) in sums.items():
@@ -26,12 +27,18 @@ def check_loss(
         if math.isfinite(value):
             continue
         bad_inputs = [name for name, x in inputs.items() if x.is_floating_point() and not bool(torch.isfinite(x).all())]
-        cause = (
-            f"non-finite values in the real input column(s) {', '.join(bad_inputs)} of this batch"
-            if bad_inputs
-            else f"a learning rate too high for this model (global_training.learning_rate {learning_rate:g}) or "
-            "exploding gradients (set global_training.gradient_clip)"
-        )
+        if bad_inputs:
+            cause = f"non-finite values in the real input column(s) {', '.join(bad_inputs)} of this batch"
+        elif float16_parameters:
+            cause = (
+                "float16 parameters (global_training.layer_type_dtypes), with which Adam-type optimizers usually "
+                "diverge; use bfloat16 or float32 layer types, or autocast: fp16 with float32 parameters"
+            )
+        else:
+            cause = (
+                f"a learning rate too high for this model (global_training.learning_rate {learning_rate:g}) or "
+                "exploding gradients (set global_training.gradient_clip)"
+            )
         last = f"{last_finite:.6g}" if last_finite is not None else "none yet"
         raise TrainingDiverged(
             "training",

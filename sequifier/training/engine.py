@@ -70,6 +70,7 @@ class Trainer:
         torch.manual_seed(config.seed)
         self.network: SequifierNetwork = timed("model build")(build_network)(spec.network).to(self.device)
         self.runtime = timed("model build")(TrainingRuntime)(self.network, self.training, self.device)
+        self.float16 = any(parameter.dtype == torch.float16 for parameter in self.network.parameters())
         self.parts = timed("data loading")(load_parts)(spec, ranks)
         timed("data loading")(fit_priors)(self.network, self.parts, ranks)
         model = training_module(self.network, self.training, ranks, self.device)
@@ -238,7 +239,7 @@ class Trainer:
             loss, sums, inputs = PROFILE.step(
                 FORWARD, self.device, self._batch_loss, part, piece, counts, counted=first
             )
-            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate)
+            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate, self.float16)
             if loss.requires_grad:
                 PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=first)
                 self.runtime.after_backward()

@@ -46,7 +46,9 @@ def run_summary(result: TrainResult, wall_seconds: float) -> str:
         lines.append("  (no validation: add an `evaluation` section to see validation losses)")
     if result.best_epoch:
         lines.append(f"  best model: epoch {result.best_epoch} (monitored loss {result.monitored_loss:.4f})")
-    lines.append(f"  wall time {duration(wall_seconds)}, throughput {result.samples_per_second:,.0f} samples/s")
+    throughput = result.samples_per_second
+    trained = f"throughput {throughput:,.0f} samples/s" if math.isfinite(throughput) else "no step left to train"
+    lines.append(f"  wall time {duration(wall_seconds)}, {trained}")
     lines += [f"  model    {path}" for path in result.exported]
     pictures = [Path(folder) / CURVES_FILE for folder in result.log_folders]
     lines += [f"  curves   {path}" for path in pictures if path.is_file()]

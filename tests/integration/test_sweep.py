@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import yaml
@@ -137,3 +139,15 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
         result = run_sequifier(["train", "--cfg", "job", *arguments], reference_project)
         assert result.returncode == 2 and problem in result.stderr, (arguments, result.stderr[-1000:])
         assert "Traceback" not in result.stderr
+
+
+def test_a_sweep_stopped_by_ctrl_c_lists_the_stopped_job(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 3}))
+    helper = Path(__file__).with_name("interrupted_train.py")
+    result = subprocess.run(
+        [sys.executable, str(helper), "sigint-after-batch", "2", "-m", "seed=1,2"],
+        cwd=reference_project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 75, result.stderr[-2000:]
+    summary = result.stdout[result.stdout.index("sweep summary") :]
+    assert "stopped" in summary and "latest checkpoint" in summary and "no job results" not in summary

@@ -71,3 +71,11 @@ def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
         == "configs/metadata_configs/events.json"
     )
     assert printed["training_plan"]["phases"][0]["name"] == "train"
+
+
+def test_an_empty_train_config_says_so(tmp_path: Path):
+    empty = tmp_path / "train.yaml"
+    empty.write_text("# nothing yet\n")
+    with pytest.raises(UserError, match="is empty: a train config names the model") as caught:
+        compose_config(empty, [])
+    assert caught.value.where == str(empty)

@@ -89,3 +89,13 @@ def test_a_file_that_is_no_pickle_is_refused_without_torchs_advice_to_load_it_un
     with pytest.raises(UserError, match="not a readable checkpoint") as caught:
         read_checkpoint(tmp_path / "split.parquet")
     assert "weights_only` set to `False" not in str(caught.value) and "False" not in str(caught.value)
+
+
+def test_an_empty_or_cut_checkpoint_says_what_is_wrong(tmp_path):
+    (tmp_path / "empty.pt").write_bytes(b"")
+    with pytest.raises(UserError, match=r"not a readable checkpoint: the file is empty \(0 bytes\)"):
+        read_checkpoint(tmp_path / "empty.pt")
+    torch.save({"weights": torch.ones(64)}, tmp_path / "whole.pt")
+    (tmp_path / "cut.pt").write_bytes((tmp_path / "whole.pt").read_bytes()[:40])
+    with pytest.raises(UserError, match=r"not a readable checkpoint \(.+\)"):
+        read_checkpoint(tmp_path / "cut.pt")
