@@ -63,6 +63,15 @@ PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their ov
 def run(args: argparse.Namespace) -> int:
     PROFILE.begin_command(enabled=args.profile)
     overrides = parse_overrides(command_overrides(args))
+    if any(
+        o.split("=", 1)[0].lstrip("+") == "hydra.job.chdir" and o.split("=", 1)[1].lower() != "false"
+        for o in overrides.all
+    ):
+        raise UserError(
+            "hydra.job.chdir",
+            "is not supported: sequifier resolves project_root and the paths of a config against the folder the "
+            "command runs in, and keeps every job's record under outputs/ or multirun/ without changing folders",
+        )
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)

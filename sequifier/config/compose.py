@@ -48,10 +48,17 @@ class Overrides:
     combinations: list[list[str]]
 
 
+def dotted_indices(override: str) -> str:
+    """An override's `phases[0]`, as error messages spell paths, as Hydra's `phases.0`."""
+    key, equals, value = override.partition("=")
+    return re.sub(r"\[(\d+)\]", r".\1", key) + equals + value
+
+
 def parse_overrides(overrides: list[str]) -> Overrides:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
+    overrides = [dotted_indices(o) for o in overrides]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as error:
@@ -176,6 +183,15 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             offered = re.search(r"Available options in '[^']+': (.*?) Config search path", message)
             options = f"; the presets of {group} are {offered.group(1)}" if offered else ""
             return UserError(chosen[-1], f"there is no preset {option!r} in {group}{options}")
+    unknown_group = re.search(r"Could not (?:override|delete) '([^'=]+/[^'=]+)'", message)
+    if unknown_group and not unknown_group.group(1).startswith("hydra/"):
+        group = unknown_group.group(1)
+        chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@")[0] == group]
+        groups = config_groups()
+        return UserError(
+            chosen[-1] if chosen else group,
+            f"there is no preset group {group!r}{did_you_mean(group, groups)}; the groups are {', '.join(groups)}",
+        )
     return UserError(str(entry.config_file), message)
 
 

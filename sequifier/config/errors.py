@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from pathlib import Path
 from typing import Iterable
 
 
@@ -28,6 +29,11 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""
     matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+def absent_file(path: Path) -> str:
+    """Why a file a config or flag names is not there to read: a folder in its place, or nothing."""
+    return "is a folder, not a file" if Path(path).is_dir() else "does not exist"
 
 
 def os_problem(error: OSError) -> str:

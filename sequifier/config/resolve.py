@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sequifier.config.depth import check_depth, deep_columns
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig
 from sequifier.config.validate import CRITERIA
@@ -194,7 +194,9 @@ def _part_spec(
     where = f"dataset_training.{dataset}.parts.{part}.metadata_config_path"
     metadata_path = root / metadata_config_path
     if not metadata_path.is_file():
-        raise UserError(where, f"metadata file {metadata_path} does not exist (run `sequifier preprocess` first)")
+        raise UserError(
+            where, f"metadata file {metadata_path} {absent_file(metadata_path)} (run `sequifier preprocess` first?)"
+        )
     metadata = read_metadata(metadata_path)
     training = config.global_training
     needed = training.context_length + training.target_offset

@@ -12,7 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sequifier.atomic import write_text_atomic
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 
 SPECIAL_TOKEN_IDS = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
 FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)  # data values take ids 3, 4, ...
@@ -260,7 +260,7 @@ def metadata_from_dict(raw: dict, where: str = "metadata") -> DatasetMetadata:
 def read_metadata(path: Path) -> DatasetMetadata:
     path = Path(path)
     if not path.is_file():
-        raise UserError(str(path), "metadata file not found (run `sequifier preprocess` first?)")
+        raise UserError(str(path), f"metadata file {absent_file(path)} (run `sequifier preprocess` first?)")
     return metadata_from_dict(read_json(path), where=str(path))
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import onnxruntime as ort
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.config.network import depth_mask_input
 from sequifier.export.contract import CONTRACT_KEY, decode, graph_inputs
 
@@ -65,7 +65,7 @@ class OnnxModel:
 
     def __init__(self, path: Path, device: str = "cpu"):
         if not path.is_file():
-            raise UserError(str(path), "model file does not exist")
+            raise UserError(str(path), f"model file {absent_file(path)}")
         self.path = path
         self.providers = _providers(device)
         self.session = self._session(path, 1)

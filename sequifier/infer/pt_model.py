@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.export.bundle import read_bundle
 from sequifier.export.contract import graph_inputs
 from sequifier.export.graph import InferenceGraph
@@ -39,7 +39,7 @@ class PtModel:
         interface: str | None = None,
     ):
         if not path.is_file():
-            raise UserError(str(path), "model file does not exist")
+            raise UserError(str(path), f"model file {absent_file(path)}")
         self.path = path
         self.device = torch_device(device)
         network, contract, self.export_metadata = read_bundle(path, interface)

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.metadata import CATEGORICAL_TYPE, DatasetMetadata, read_metadata
 
@@ -60,5 +60,5 @@ def load_reused(config: PreprocessConfig) -> Optional[ReusedMeaning]:
         return None
     path = Path(config.project_root) / config.metadata_config_path
     if not path.is_file():
-        raise UserError("metadata_config_path", f"{path} does not exist")
+        raise UserError("metadata_config_path", f"{path} {absent_file(path)}")
     return ReusedMeaning(path=path, metadata=read_metadata(path))

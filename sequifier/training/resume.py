@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
 from sequifier.training.checkpoint import LATEST, checkpoint_dir
 
@@ -44,8 +44,8 @@ def checkpoint_to_resume(spec: RunSpec) -> Path | None:
     path = spec.project_root / explicit if explicit else checkpoint_dir(spec.project_root, spec.model_name) / LATEST
     if path.is_file():
         return path
-    if resume.policy == "required":
-        raise UserError("global_training.resume.checkpoint_path", f"{path} does not exist")
+    if resume.policy == "required" or path.is_dir():
+        raise UserError("global_training.resume.checkpoint_path", f"{path} {absent_file(path)}")
     return None
 
 

@@ -63,6 +63,8 @@ def test_required_needs_an_existing_checkpoint(trained: Path):
     assert "global_training.resume.checkpoint_path" in line and "nope.pt does not exist" in line
     line = refused(trained, "global_training.resume.policy=required")
     assert "global_training.resume.checkpoint_path: is required with policy required" in line
+    line = refused(trained, "global_training.resume.policy=if_exists", "global_training.resume.checkpoint_path=configs")
+    assert "configs is a folder, not a file" in line
 
 
 def test_if_exists_starts_fresh_without_a_checkpoint_and_resumes_a_finished_run_to_the_same_models(trained: Path):

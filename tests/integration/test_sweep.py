@@ -134,6 +134,7 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
             "'timeot_min' is not a setting of the launcher submitit_local"
         ),
         ("-m", "hydra.launcher.timeout_min=5"): "'timeout_min' is not a setting of the launcher basic",
+        ("hydra.job.chdir=true",): "hydra.job.chdir: is not supported",
     }
     for arguments, problem in refusals.items():
         result = run_sequifier(["train", "--cfg", "job", *arguments], reference_project)

@@ -79,3 +79,14 @@ def test_an_empty_train_config_says_so(tmp_path: Path):
     with pytest.raises(UserError, match="is empty: a train config names the model") as caught:
         compose_config(empty, [])
     assert caught.value.where == str(empty)
+
+
+def test_an_index_as_error_messages_spell_it_is_an_override_path():
+    parsed = parse_overrides(["training_plan.phases[0].epochs=2", "+x=[1,2]"])
+    assert parsed.all == ["training_plan.phases.0.epochs=2", "+x=[1,2]"]
+
+
+def test_a_misspelt_preset_group_is_named_with_a_did_you_mean(config_file: Path):
+    with pytest.raises(UserError, match=r"no preset group 'model/backbonee' \(did you mean 'model/backbone'") as caught:
+        compose_config(config_file, ["model/backbonee=tiny"])
+    assert caught.value.where == "model/backbonee=tiny"

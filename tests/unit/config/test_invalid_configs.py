@@ -1313,7 +1313,13 @@ RESOLVE_ROWS = [
         "metadata-missing",
         fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/missing.json"}),
         "dataset_training.default.parts.default.metadata_config_path",
-        "does not exist (run `sequifier preprocess` first)",
+        "does not exist (run `sequifier preprocess` first?)",
+    ),
+    resolve_row(
+        "metadata-path-a-folder",
+        fixed({"dataset.part.metadata_config_path": "configs"}),
+        "dataset_training.default.parts.default.metadata_config_path",
+        "configs is a folder, not a file",
     ),
     resolve_row(
         "evaluated-part-without-validation-split",
