@@ -14,10 +14,17 @@ from sequifier.progress import set_quiet
 DESCRIPTION = "Train transformer models on tabular event sequences: make -> preprocess -> train -> infer."
 
 
+def _given(value: str) -> str:
+    """A flag's text: an empty one would silently mean the config's value."""
+    if not value.strip():
+        raise argparse.ArgumentTypeError("must not be empty")
+    return value
+
+
 def _config_path(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument(
         "--config-path",
-        type=Path,
+        type=lambda value: Path(_given(value)),
         default=Path(f"configs/{command}.yaml"),
         help=f"YAML config file (default: configs/{command}.yaml)",
     )
@@ -34,13 +41,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     make = commands.add_parser("make", help="create a project folder with starter configs")
-    make.add_argument("name", help="folder to create")
+    make.add_argument("name", type=_given, help="folder to create")
     make.add_argument("--demo", action="store_true", help="also write a synthetic data set with a known loss floor")
     _common_flags(make)
 
     preprocess = commands.add_parser("preprocess", help="turn a CSV/Parquet table into stored training windows")
     _config_path(preprocess, "preprocess")
-    preprocess.add_argument("--data-path", help="input file or folder, overriding preprocessing_data_path")
+    preprocess.add_argument("--data-path", type=_given, help="input file or folder, overriding preprocessing_data_path")
     preprocess.add_argument("--selected-columns", help="comma-separated columns to keep, overriding selected_columns")
     preprocess.add_argument(
         "--randomize",
@@ -56,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
         "(+path=value adds a field, ~path removes one); -m sweeps comma-separated values.",
     )
     _config_path(train, "train")
-    train.add_argument("--model-name", help="override model_name")
+    train.add_argument("--model-name", type=_given, help="override model_name")
     train.add_argument("--seed", type=int, help="override seed")
     train.add_argument(
         "--profile",
@@ -83,8 +90,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     infer = commands.add_parser("infer", help="run an exported model over preprocessed data")
     _config_path(infer, "infer")
-    infer.add_argument("--data-path", help="preprocessed split to infer on, overriding data_path")
-    infer.add_argument("--model-path", help="model file (.onnx or .pt; a glob picks the newest), overriding model_path")
+    infer.add_argument("--data-path", type=_given, help="preprocessed split to infer on, overriding data_path")
+    infer.add_argument(
+        "--model-path", type=_given, help="model file (.onnx or .pt; a glob picks the newest), overriding model_path"
+    )
     seeding = infer.add_mutually_exclusive_group()
     seeding.add_argument("--seed", type=int, help="seed of sampling and inference-time dropout, overriding seed")
     seeding.add_argument(
