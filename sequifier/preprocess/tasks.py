@@ -81,8 +81,10 @@ class PositionGaps:
 def position_gaps(group: SortedGroup, splits: np.ndarray, n_splits: int) -> PositionGaps:
     """Stored windows record each window's first itemPosition only, so readers take the items after it as
     consecutive: these are the sequences where that is not so."""
-    order = np.lexsort((group.item_positions, splits, group.sequence_ids))
-    sequences, in_split, positions = group.sequence_ids[order], splits[order], group.item_positions[order]
+    sequences, in_split, positions = group.sequence_ids, splits, group.item_positions
+    if np.any((sequences[1:] == sequences[:-1]) & (in_split[1:] < in_split[:-1])):  # value_cutoff interleaves splits
+        order = np.lexsort((positions, in_split, sequences))
+        sequences, in_split, positions = sequences[order], in_split[order], positions[order]
     same = (sequences[1:] == sequences[:-1]) & (in_split[1:] == in_split[:-1]) & (in_split[1:] < n_splits)
     gap = np.flatnonzero(same & (np.diff(positions) != 1))
     if not gap.size:
