@@ -92,14 +92,12 @@ def evaluate_split(
     return totals
 
 
-def counted_targets(
-    split: SplitData, shape: ViewShape, input_columns: tuple[str, ...], losses: TargetLosses, batch_size: int
-) -> Totals:
+def counted_targets(split: SplitData, shape: ViewShape, losses: TargetLosses, batch_size: int) -> Totals:
     """Totals of one validation split holding only how many targets of each target column count (no forward)."""
     names = tuple(t.name for t in losses.targets)
     totals = Totals(count=dict.fromkeys(names, 0))
     for start in range(0, len(split), batch_size):
-        batch = split.gathered(slice(start, start + batch_size), shape, input_columns, names)
+        batch = split.gathered(slice(start, start + batch_size), shape, (), names)  # targets only
         totals.add(Totals(count={k: int(v) for k, v in losses.counts(batch.targets, batch.target_valid).items()}))
     return totals
 

@@ -64,7 +64,7 @@ class Validator:
             combined = Totals()
             for _, data in chosen:
                 rows = validation_rows(self.spec.config.global_training, data.shape.context_length, self.device)
-                counts = counted_targets(data.validation, data.shape, data.input_columns, losses, rows)
+                counts = counted_targets(data.validation, data.shape, losses, rows)
                 combined.add(summed_totals(counts, self.ranks))
             unscored = [t.name for t in losses.targets if losses.weights[t.name] > 0 and not combined.count[t.name]]
             if chosen and unscored:
