@@ -183,6 +183,12 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             offered = re.search(r"Available options in '[^']+': (.*?) Config search path", message)
             options = f"; the presets of {group} are {offered.group(1)}" if offered else ""
             return UserError(chosen[-1], f"there is no preset {option!r} in {group}{options}")
+    resolving = re.fullmatch(r"(.*?) full_key: (\S+) object_type=\S+", message)
+    if resolving:
+        problem, key = resolving.groups()
+        chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key]
+        where = chosen[-1] if chosen else f"{entry.config_file}: {key}"
+        return UserError(where, f"cannot resolve the interpolation: {problem}")
     unknown_group = re.search(r"Could not (?:override|delete) '([^'=]+/[^'=]+)'", message)
     if unknown_group and not unknown_group.group(1).startswith("hydra/"):
         group = unknown_group.group(1)

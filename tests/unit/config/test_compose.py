@@ -90,3 +90,19 @@ def test_a_misspelt_preset_group_is_named_with_a_did_you_mean(config_file: Path)
     with pytest.raises(UserError, match=r"no preset group 'model/backbonee' \(did you mean 'model/backbone'") as caught:
         compose_config(config_file, ["model/backbonee=tiny"])
     assert caught.value.where == "model/backbonee=tiny"
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("model_name=${nowhere}", "Interpolation key 'nowhere' not found"),
+        ("model_name=${oc.env:SEQUIFIER_UNSET_VARIABLE}", "SEQUIFIER_UNSET_VARIABLE"),
+        ("model_name=${model_name}", "Recursive interpolation detected"),
+    ],
+)
+def test_an_interpolation_an_override_cannot_resolve_is_named_by_the_override(config_file: Path, override, problem):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, [override])
+    assert caught.value.where == override
+    assert caught.value.problem.startswith("cannot resolve the interpolation: ") and problem in caught.value.problem
+    assert "full_key" not in caught.value.problem
