@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import yaml
+
 from sequifier.config.compose import Overrides, TrainEntry, launcher_settings, parse_overrides
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.schema import TrainConfig
@@ -85,3 +87,20 @@ def check_launcher_keys(entry: TrainEntry, combinations: list[list[str]]) -> Non
                     override,
                     f"{field!r} is not a setting of the launcher {launcher} ({offered}){did_you_mean(field, known)}",
                 )
+            _check_setting_type(override, field, settings_of[selection][field])
+
+
+def _check_setting_type(override: str, field: str, default: Any) -> None:
+    """A number or switch of the launcher gets a value of that type (Hydra's answer is "Error merging override")."""
+    text = override.split("=", 1)[1] if "=" in override else ""
+    if len(_key(override).split(".")) > 3 or not text.strip() or "${" in text:
+        return
+    value = yaml.safe_load(text)
+    wanted = {bool: "true or false", int: "an integer", float: "a number"}.get(type(default))
+    fits = {
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, (int, float)) and not isinstance(value, bool),
+    }.get(type(default), True)
+    if wanted and not fits:
+        raise UserError(override, f"the launcher's {field} must be {wanted}, got {value!r}")
