@@ -45,7 +45,7 @@ from sequifier.training.priors import fit_priors
 from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
 from sequifier.training.profile_report import report_profile
 from sequifier.training.progress import RunProgress
-from sequifier.training.reporting import RunRecords
+from sequifier.training.reporting import MetricLengths, RunRecords
 from sequifier.training.result import TrainResult
 from sequifier.training.resume import checkpoint_to_resume, fingerprint
 from sequifier.training.run_state import new_run_id, restore, save_snapshot
@@ -128,7 +128,7 @@ class Trainer:
     def run(self) -> TrainResult:
         resume_from = checkpoint_to_resume(self.spec)
         saved = restore(self, resume_from) if resume_from else None
-        kept = saved["metric_bytes"] if saved else None
+        kept = MetricLengths(saved["metric_bytes"], saved.get("model_name", self.spec.model_name)) if saved else None
         self.records = RunRecords(self.spec, self.run_id, kept, enabled=self.ranks.is_main)
         try:
             if resume_from:

@@ -4,8 +4,10 @@ the validation class shares of a dataset with class_share_log_columns)."""
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from sequifier.atomic import write_bytes_atomic
 from sequifier.config.resolve import RunSpec
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.losses import TargetLosses
@@ -16,30 +18,66 @@ logger = logging.getLogger("sequifier")
 CLASS_SHARES = "validation-class-shares.csv"
 
 
-class RunRecords:
-    """Opens the log and metric files of a run (cut back to a checkpoint's lengths on resume) and writes their rows."""
+@dataclass(frozen=True)
+class MetricLengths:
+    """What a checkpoint says of the metric files: their lengths when it was written, under `model_name`'s logs."""
 
-    def __init__(self, spec: RunSpec, run_id: str, keep_bytes: dict[str, int] | None = None, enabled: bool = True):
+    by_path: dict[str, int]  # project-relative path -> bytes
+    model_name: str
+
+
+class RunRecords:
+    """Opens the log and metric files of a run (cut back to a checkpoint's lengths on resume) and writes their rows.
+
+    A run resumed under another model name carries the rows its checkpoint had written so far over from the
+    earlier name's files into the new name's, after whatever those hold already: no file loses a row.
+    """
+
+    def __init__(self, spec: RunSpec, run_id: str, resumed: MetricLengths | None = None, enabled: bool = True):
         """`enabled` false (ranks other than 0): losses are still computed, nothing is written."""
         self.handler = attach_log_file(spec.logs_dir, spec.model_name) if enabled else None
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
         self.class_share_files: dict[str, MetricsFile] = {}
+        self.project_root = spec.project_root
         for dataset in spec.config.dataset_training if enabled else ():
             folder = spec.dataset_view(dataset).logs_dir
+            earlier = replace(spec, model_name=resumed.model_name).dataset_view(dataset).logs_dir if resumed else None
             if spec.config.dataset_training[dataset].class_share_log_columns:
-                path = folder / CLASS_SHARES
-                kept = self._kept(keep_bytes, path, spec)
-                self.class_share_files[dataset] = MetricsFile(path, run_id, kept, CLASS_SHARE_FIELDS)
-            opened = [MetricsFile(folder / name, run_id, self._kept(keep_bytes, folder / name, spec)) for name in FILES]
+                path = self._resumed(folder / CLASS_SHARES, earlier, resumed, run_id)
+                self.class_share_files[dataset] = MetricsFile(
+                    path, run_id, self._kept(path, resumed), CLASS_SHARE_FIELDS
+                )
+            paths = [self._resumed(folder / name, earlier, resumed, run_id) for name in FILES]
+            opened = [MetricsFile(path, run_id, self._kept(path, resumed)) for path in paths]
             self.files[dataset] = (opened[0], opened[1])
             if spec.config.global_training.tensorboard:
                 self.files[dataset] = mirrored(self.files[dataset], run_id)
-        self.project_root = spec.project_root
 
-    def _kept(self, keep_bytes: dict[str, int] | None, path: Path, spec: RunSpec) -> int | None:
-        if keep_bytes is None:
-            return None
-        return keep_bytes.get(str(path.relative_to(spec.project_root)), 0)
+    def _relative(self, path: Path) -> str:
+        return str(path.relative_to(self.project_root))
+
+    def _kept(self, path: Path, resumed: MetricLengths | None) -> int | None:
+        """The length to cut `path` back to: its length at the checkpoint; None (keep all) for a file it did not
+        measure."""
+        return resumed.by_path.get(self._relative(path)) if resumed else None
+
+    def _resumed(self, path: Path, earlier: Path | None, resumed: MetricLengths | None, run_id: str) -> Path:
+        """`path` holding, after its rows of other runs, the rows the checkpoint's run had written into its file of
+        the same name in `earlier` (so that doing this twice gives the same file)."""
+        if resumed is None or earlier is None or earlier == path.parent:
+            return path
+        source = earlier / path.name
+        length = resumed.by_path.get(self._relative(source))
+        if length is None or not source.is_file():
+            return path
+        carried = source.read_bytes()[:length].splitlines(keepends=True)
+        if not carried:
+            return path
+        own = path.read_bytes().splitlines(keepends=True) if path.is_file() else []
+        others = [line for line in own[1:] if not line.startswith(run_id.encode() + b",")]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, b"".join(carried[:1] + others + carried[1:]))
+        return path
 
     def folders(self) -> tuple[str, ...]:
         """The logs/<model>/ folders holding the run's metric files."""

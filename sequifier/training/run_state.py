@@ -67,6 +67,7 @@ def save_snapshot(trainer: Trainer, name: str | None) -> Path:
         "last_finite_loss": trainer.last_finite_loss,
         "ranks": per_rank,
         "metric_bytes": trainer.records.sizes(),
+        "model_name": trainer.spec.model_name,  # whose logs/ folders metric_bytes measure
     }
     path = write_checkpoint(trainer.checkpoints, name, state)
     logger.info("checkpoint %s", path)

@@ -143,3 +143,36 @@ def test_a_second_sigterm_stops_at_once(reference_project):
     assert stopped.returncode == -15
     progress = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["progress"]
     assert progress["global_batch"] == 5  # the last batch snapshot; no stop checkpoint was written
+
+
+def metric_rows(project: Path, model: str, name: str) -> list[dict]:
+    return list(csv.DictReader((project / "logs" / model / name).open()))
+
+
+def without_run_id(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in row.items() if k != "run_id"} for row in rows]
+
+
+@pytest.mark.slow
+def test_a_run_resumed_under_another_name_carries_its_rows_over_and_keeps_the_new_names_rows(
+    reference_project, uninterrupted, monkeypatch
+):
+    """model_name may change on resume: the new name's files get the run's rows up to the checkpoint after their
+    own (an earlier run of that name), and resuming the same way twice gives the same files."""
+    project = project_copy(reference_project, "renamed", two_phase_config(True))
+    stopped = interrupted(project, "sigint-after-batch", 11)
+    assert stopped.returncode == 75, stopped.stderr[-2000:]
+    files = ("training-metrics.csv", "validation-metrics.csv")
+    stopped_files = {name: (project / "logs" / "tiny" / name).read_bytes() for name in files}
+    train_here(project, monkeypatch, "--model-name", "other")
+    own = {name: metric_rows(project, "other", name) for name in files}
+    from_tiny = ["--model-name", "other", RESUME, "global_training.resume.checkpoint_path=checkpoints/tiny/latest.pt"]
+    for _ in range(2):
+        train_here(project, monkeypatch, *from_tiny)
+        for name in files:
+            rows = metric_rows(project, "other", name)
+            assert rows[: len(own[name])] == own[name]
+            assert without_run_id(rows[len(own[name]) :]) == without_run_id(
+                metric_rows(uninterrupted[True], "tiny", name)
+            )
+    assert {name: (project / "logs" / "tiny" / name).read_bytes() for name in files} == stopped_files
