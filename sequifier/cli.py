@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from pathlib import Path
 
 from sequifier.config.errors import UserError
@@ -131,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
         return command.run(args)
     except UserError as error:
         if args.debug:
-            raise
+            traceback.print_exc()
         print(f"error: {error}", file=sys.stderr)
         return error.exit_code
 

@@ -184,6 +184,12 @@ def plan_columns(
         for column in layout.columns:
             if column not in selected:
                 raise UserError(f"depth_layouts.{name}.columns", f"{column!r} is not a selected column")
+        if config.split_column in layout.columns:
+            raise UserError(
+                "split_column",
+                f"{config.split_column!r} is a deep column of depth layout {name!r} (a value per child row); the split "
+                "column decides an item's split, so it holds one value per item",
+            )
     source = source.restricted(read_columns(selected, config.split_column, layout))
     if layout is not None and not pa.types.is_integer(source.schema.field(layout.position_column).type):
         raise UserError(

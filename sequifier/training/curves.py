@@ -11,6 +11,7 @@ import math
 from pathlib import Path
 
 from sequifier.atomic import write_bytes_atomic
+from sequifier.config.errors import UserError, did_you_mean
 from sequifier.training.history import History, read_history
 
 CURVES_FILE = "curves.png"
@@ -56,6 +57,12 @@ def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
     """
     history = read_history(folder)
     names = history.names() or ["aggregate"]
+    unknown = sorted(set(floors or {}) - set(names))
+    if unknown:
+        raise UserError(
+            "--floor",
+            f"{folder} has no target {unknown[0]!r}{did_you_mean(unknown[0], names)}; its targets: {', '.join(names)}",
+        )
     figure, panels = _figure(len(names))
     training, validation = history.series("training"), history.series("validation")
     baseline = history.series("validation", "baseline_loss")

@@ -1,4 +1,4 @@
-"""A flag given an empty value is refused by the parser (exit 2) instead of silently meaning the config's value."""
+"""Flags: an empty value is refused by the parser (exit 2), not taken as the config's; --debug keeps exit 2."""
 
 from __future__ import annotations
 
@@ -23,3 +23,9 @@ def test_an_empty_flag_is_refused(argv, capsys):
         cli.main(argv)
     assert stop.value.code == 2
     assert "must not be empty" in capsys.readouterr().err
+
+
+def test_debug_shows_the_traceback_and_keeps_the_exit_code(tmp_path, capsys):
+    assert cli.main(["plot", str(tmp_path / "absent"), "--debug"]) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "UserError" in err and err.strip().splitlines()[-1].startswith("error: ")

@@ -106,6 +106,13 @@ CASES = [
         "a deep column",
     ),
     (
+        "split column is a deep column",
+        {"split_method": "value_cutoff", "split_column": "subitemAmount", "split_values": [1.0, 2.0]},
+        None,
+        "split_column",
+        "'subitemAmount' is a deep column of depth layout 'subitems'",
+    ),
+    (
         "deep column not selected",
         {"selected_columns": ["accountType", "subitemType", "nextAction"]},
         None,

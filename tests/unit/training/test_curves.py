@@ -58,6 +58,14 @@ def test_draw_curves_writes_a_png_and_leaves_no_temporary_file(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [CURVES_FILE, "training-metrics.csv", "validation-metrics.csv"]
 
 
+def test_a_floor_for_a_target_the_run_lacks_is_refused_with_the_targets(tmp_path: Path):
+    write_run(tmp_path, "r", [2.0, 1.5, 1.2], ["main", "main", "main"])
+    with pytest.raises(UserError, match=r"has no target 'evnt' \(did you mean 'event'\?\); its targets: ") as caught:
+        draw_curves(tmp_path, {"evnt": 1.2})
+    assert caught.value.where == "--floor" and not (tmp_path / CURVES_FILE).exists()
+    assert draw_curves(tmp_path, {"event": 1.0}).is_file()
+
+
 def test_a_folder_without_metric_files_is_a_user_error(tmp_path: Path):
     with pytest.raises(UserError, match="holds no metric files"):
         draw_curves(tmp_path)
