@@ -31,8 +31,9 @@ class TrainingRoute:
 
 def _pick(chosen: str | None, names: list[str], field: str, source: str) -> str:
     if chosen is None:
-        if len(names) != 1 and field == "dataset":
-            raise UserError(field, f"{source} trains datasets {names}; choose one")
+        if len(names) != 1:
+            kind = "trains datasets" if field == "dataset" else "has parts"
+            raise UserError(field, f"{source} {kind} {names}; choose one")
         return names[0]
     if chosen not in names:
         raise UserError(field, f"{chosen!r} is not in {source} ({', '.join(names)})" + did_you_mean(chosen, names))

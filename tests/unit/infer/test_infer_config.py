@@ -97,3 +97,11 @@ def test_additional_config_paths_are_merged_and_may_not_overlap(tmp_path: Path, 
     assert (config.device, config.inference_batch_size) == ("cpu", 4)
     with pytest.raises(UserError, match="inference_batch_size: is set by both"):
         _load(tmp_path, additional_config_paths=["configs/runtime.yaml"], inference_batch_size=8)
+
+
+def test_the_training_config_route_asks_for_a_part_when_the_dataset_has_several():
+    from sequifier.infer.route import _pick
+
+    with pytest.raises(UserError, match=r"part: train.yaml dataset 'main' has parts \['a', 'b'\]; choose one"):
+        _pick(None, ["a", "b"], "part", "train.yaml dataset 'main'")
+    assert _pick(None, ["only"], "part", "train.yaml dataset 'main'") == "only"
