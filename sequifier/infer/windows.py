@@ -30,6 +30,10 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     """The model's input columns of every stored window of `path` (a merged file or a shard folder)."""
     if not path.exists():
         raise UserError("data_path", f"{path} does not exist (run `sequifier preprocess` first?)")
+    if path.is_file() and path.suffix.lower() == ".pt":
+        raise UserError(
+            "data_path", f"{path} is one PT shard; PT shards are read as their split folder (give {path.parent})"
+        )
     found = stored_format(path)
     if read_format is not None and read_format != found:
         raise UserError("read_format", f"is {read_format!r}, but {path} holds {found} data")
@@ -42,7 +46,7 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     if width < needed:
         raise UserError(
             "data_path",
-            f"stored windows hold {width} items, fewer than the model's context_length + "
+            f"the stored windows of {path} hold {width} items, fewer than the model's context_length + "
             f"target_offset ({contract['context_length']} + {contract['target_offset']})",
         )
     for layout, definition in contract.get("depth_layouts", {}).items():

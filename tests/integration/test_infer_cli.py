@@ -43,6 +43,10 @@ def test_an_onnx_file_alone_infers_with_model_path_data_path_and_model_type(tmp_
     help_text = run_sequifier(["infer", "--help"], user).stdout
     for flag in ("--config-path", "--data-path", "--model-path", "--seed", "--randomize"):
         assert flag in help_text
+    shutil.copytree(REFERENCE_DIR / "data" / "events_pt-split1", user / "shards")
+    shard = user / "shards" / "events_pt-split1-0-00.pt"
+    result = run_sequifier(["infer", "--config-path", "generate.yaml", "--data-path", str(shard)], user)
+    assert result.returncode == 2 and f"{shard} is one PT shard" in result.stderr and str(shard.parent) in result.stderr
 
 
 AUTOREGRESSIVE = {
