@@ -12,9 +12,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from sequifier.config.errors import UserError
 from sequifier.data.metadata import DatasetMetadata
 
@@ -38,6 +35,9 @@ def split_fingerprint(path: Path) -> str | None:
     path = Path(path)
     if path.suffix != ".parquet" or not path.is_file():
         return None
+    import pyarrow as pa  # only for Parquet splits: pt-shard training never loads pyarrow
+    import pyarrow.parquet as pq
+
     try:
         value = (pq.read_schema(path).metadata or {}).get(KEY)
     except (pa.ArrowException, OSError):

@@ -1,4 +1,4 @@
-"""`sequifier --help`, `train --help` and config errors answer without loading torch, pyarrow, matplotlib or onnx."""
+"""`--help`, `train --help` and config errors load nothing heavy; training on pt shards never loads pyarrow."""
 
 from __future__ import annotations
 
@@ -46,3 +46,14 @@ def test_a_config_error_is_reported_before_anything_heavy_loads(tmp_path: Path):
     write_yaml(tmp_path / "configs" / "train.yaml", tiny_train_config())
     result = loaded_by(["train", "global_training.batch_size=-3"], tmp_path)
     assert result["code"] == 2 and result["loaded"] == []
+
+
+def test_training_on_pt_shards_never_loads_pyarrow(reference_project: Path):
+    config = tiny_train_config()
+    config["dataset"]["part"]["metadata_config_path"] = "configs/metadata_configs/events_pt.json"
+    config["global_training"]["read_format"] = "pt"
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = loaded_by(["train"], reference_project)
+    assert result["code"] in (0, None)
+    assert "torch" in result["loaded"] and "onnx" in result["loaded"]  # the run trained and exported
+    assert not [m for m in result["loaded"] if m.split(".")[0] == "pyarrow"]
