@@ -39,8 +39,15 @@ def _bias(mask: Tensor | None, rows: tuple[int, int], heads: int, q_length: int,
     return block.reshape(-1, q_length, k_length)
 
 
-def _weights(q: Tensor, k: Tensor, bias: Tensor, scale: float) -> Tensor:
-    return torch.softmax(torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale), dim=-1)
+def _weights_into(q: Tensor, k: Tensor, bias: Tensor, scale: float, scores: Tensor, weights: Tensor) -> Tensor:
+    """softmax(q k^T * scale + bias) written into `weights`, through the scratch tensor `scores`."""
+    torch.baddbmm(bias, q, k.transpose(1, 2), alpha=scale, out=scores)
+    return torch.ops.aten._softmax.out(scores, -1, False, out=weights)
+
+
+def _scratch(like: Tensor, blocks: list[tuple[int, int]], q_length: int, k_length: int) -> Tensor:
+    """A [rows, Tq, Tk] tensor for the largest block, reused by every block."""
+    return like.new_empty((max(last - first for first, last in blocks), q_length, k_length))
 
 
 class _DroppedAttention(torch.autograd.Function):
@@ -54,17 +61,20 @@ class _DroppedAttention(torch.autograd.Function):
         scale = width**-0.5
         out = torch.empty_like(qf)
         causal = _bias(None, (0, 0), heads, q_length, k_length) if mask is None else None
+        blocks = _blocks(batch, heads)
+        scores = _scratch(qf, blocks, q_length, k_length)
         kept_weights = None
         if keep.numel() * qf.element_size() <= KEPT_WEIGHTS_BYTES:
             kept_weights = torch.empty(keep.shape, dtype=qf.dtype)
+        else:
+            block_weights = _scratch(qf, blocks, q_length, k_length)
         with torch.autocast(q.device.type, enabled=False):
-            for rows in _blocks(batch, heads):
-                block = slice(*rows)
+            for rows in blocks:
+                block, size = slice(*rows), rows[1] - rows[0]
                 bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-                weights = _weights(qf[block], kf[block], bias, scale)
-                if kept_weights is not None:
-                    kept_weights[block] = weights
-                torch.bmm(weights.mul_(keep[block]), vf[block], out=out[block])
+                into = kept_weights[block] if kept_weights is not None else block_weights[:size]
+                weights = _weights_into(qf[block], kf[block], bias, scale, scores[:size], into)
+                torch.bmm(torch.mul(weights, keep[block], out=scores[:size]), vf[block], out=out[block])
         out.mul_(keep_scale)
         ctx.save_for_backward(qf, kf, vf, keep, out, mask, kept_weights)
         ctx.scales = (scale, keep_scale)
@@ -83,18 +93,23 @@ class _DroppedAttention(torch.autograd.Function):
         grad_out = grad_out * keep_scale
         dq, dk, dv = torch.empty_like(qf), torch.empty_like(kf), torch.empty_like(vf)
         causal = _bias(None, (0, 0), heads, q_length, k_length) if mask is None else None
+        blocks = _blocks(batch, heads)
+        block_dropped, block_grad = _scratch(qf, blocks, q_length, k_length), _scratch(qf, blocks, q_length, k_length)
+        if kept_weights is None:
+            block_weights = _scratch(qf, blocks, q_length, k_length)
         with torch.autocast(grad.device.type, enabled=False):
-            for rows in _blocks(batch, heads):
-                block = slice(*rows)
+            for rows in blocks:
+                block, size = slice(*rows), rows[1] - rows[0]
                 if kept_weights is not None:
                     weights = kept_weights[block]
                 else:
                     bias = causal if causal is not None else _bias(mask, rows, heads, q_length, k_length)
-                    weights = _weights(qf[block], kf[block], bias, scale)
-                kept = keep[block].to(weights.dtype)
-                torch.bmm((weights * kept).transpose(1, 2), grad_out[block], out=dv[block])
-                scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2)).mul_(kept)
-                scores_grad.sub_(row_dot[block]).mul_(weights)
+                    weights = _weights_into(qf[block], kf[block], bias, scale, block_grad[:size], block_weights[:size])
+                dropped = torch.mul(weights, keep[block], out=block_dropped[:size])
+                torch.bmm(dropped.transpose(1, 2), grad_out[block], out=dv[block])
+                scores_grad = torch.bmm(grad_out[block], vf[block].transpose(1, 2), out=block_grad[:size])
+                # W * (dP * keep - row_dot), with W * keep the dropped weights already at hand
+                scores_grad.mul_(dropped).addcmul_(weights, row_dot[block], value=-1)
                 torch.bmm(scores_grad, kf[block], out=dq[block])
                 torch.bmm(scores_grad.transpose(1, 2), qf[block], out=dk[block])
         shape = (batch, heads, -1, width)
