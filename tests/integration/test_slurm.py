@@ -64,6 +64,17 @@ def finished(job: subprocess.Popen) -> tuple[int, str, str]:
     return job.returncode, stdout, stderr
 
 
+def daemon_logs(env: dict[str, str], lines: int = 40) -> str:
+    """The last lines of the cluster's slurmctld and slurmd logs, for a failure message."""
+    folder = Path(env["SLURM_CONF"]).parent / "log"
+    tails = []
+    for name in ("slurmctld.log", "slurmd.log"):
+        path = folder / name
+        text = path.read_text(errors="replace").splitlines()[-lines:] if path.is_file() else ["(none)"]
+        tails.append(f"--- {name}\n" + "\n".join(text))
+    return "\n".join(tails)
+
+
 def sweep_jobs(sweep: Path) -> list[dict]:
     return sorted((json.loads(p.read_text()) for p in sweep.rglob("result.json")), key=lambda job: job["job"])
 
@@ -186,11 +197,16 @@ def test_a_time_limit_signal_requeues_the_job_which_resumes_exactly(cluster, tmp
     def held_after_requeue() -> bool:
         return "BeginTime" in slurm(["squeue", "-h", "-r", "-t", "PENDING", "-j", job_id, "-o", "%r"], cluster)
 
+    def first_attempt_gone() -> bool:  # a job started while slurmd still ends its last attempt fails to launch
+        node = slurm(["scontrol", "-o", "show", "node"], cluster)
+        return " CPUAlloc=0 " in node and "COMPLETING" not in node
+
     wait_for(held_after_requeue, "the job was not requeued", job)
+    wait_for(first_attempt_gone, "the job's first attempt did not end", job)
     slurm(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], cluster)  # Slurm holds a requeue ~2 minutes
     returncode, stdout, stderr = finished(job)
-    assert returncode == 0, stderr[-3000:]
     logs = job_logs(sweep)
+    assert returncode == 0, f"{stderr[-3000:]}\n--- job logs\n{logs[-3000:]}\n{daemon_logs(cluster)}"
     assert "stopped on SIGUSR2" in logs and "Exiting gracefully after preemption/timeout" in logs
     assert "resuming dist from" in logs
     (result,) = sweep_jobs(sweep)
