@@ -15,8 +15,9 @@ from sequifier.model.positions import LearnedPositions, RotaryEmbedding, Sinusoi
 class Backbone(nn.Module):
     """Maps [batch, time, dim_model] inputs to causally contextualized states of the same shape.
 
-    Global positions (sinusoidal, or learned with global scope) are added here; per-feature
-    learned positions belong to the leaf ingestion branches.
+    Global positions (sinusoidal, or learned with global scope) are added here, then dropout (with
+    other positions the inputs are not dropped, as in 3.x); per-feature learned positions belong to
+    the leaf ingestion branches.
     """
 
     def __init__(self, architecture: ArchitectureConfig, max_length: int):
@@ -31,7 +32,8 @@ class Backbone(nn.Module):
             self.position = SinusoidalPositions(dim, max_length)
         elif position_scope(architecture) == "global":
             self.position = LearnedPositions(dim, max_length)
-        self.input_dropout = Dropout(architecture.dropout)
+        added_positions = not isinstance(self.position, nn.Identity)
+        self.input_dropout = Dropout(architecture.dropout) if added_positions else nn.Identity()  # as in 3.x
         self.layers = nn.ModuleList(shared_layers(architecture, rotary))
         self.final_norm = (
             make_norm(architecture.normalization.type, dim) if architecture.normalization.norm_first else nn.Identity()

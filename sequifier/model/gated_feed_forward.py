@@ -1,13 +1,13 @@
-"""The gated feed-forward's act(gate) * value -> down projection, kept lean in memory while autograd records.
+"""The gated feed-forward's act(gate) * value -> dropout -> down projection, kept lean in memory while autograd records.
 
 Autograd through the plain expression keeps three tensors per layer: the up projection's output [N, 2F]
 (through the gate and value views), act(gate) [N, F] and the product that enters the down projection [N, F];
 its backward then concatenates the gate's and the value's gradients. Here one autograd Function keeps only
-the up projection's output and the down weight, recomputes act(gate) and the product in backward, and
-writes both halves of the up output's gradient into one tensor. Results equal the plain expression's in
-the operands' dtype. Without recording, under ONNX export, under torch.compile (which fuses its own), under
-autocast and when the down projection computes in another dtype than the up projection's output, the plain
-expression runs.
+the up projection's output, the down weight and the dropout's byte mask (model/dropout.py), recomputes
+act(gate) and the product in backward, and writes both halves of the up output's gradient into one tensor.
+Results equal the plain expression's in the operands' dtype. Without recording, under ONNX export, under
+torch.compile (which fuses its own), under autocast, when the down projection computes in another dtype than
+the up projection's output, and where dropout runs as torch's (model/dropout.py), the plain expression runs.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
+from sequifier.model.dropout import Dropout, keep_mask, uses_byte_masks
 from sequifier.model.eager import runs_eagerly
 
 
@@ -42,12 +43,14 @@ def _gelu_chain_rule(grad: Tensor, gate: Tensor, out: Tensor) -> Tensor:
 GATES = {"swiglu": Gate(F.silu, _silu_chain_rule), "geglu": Gate(F.gelu, _gelu_chain_rule)}
 
 
-def gated_down(up: Tensor, down: nn.Linear, gate: Gate) -> Tensor:
-    """down(gate.function(g) * v), where g and v are the first and second halves of `up`'s last dimension."""
-    if _fuses(up, down):
-        return _GatedDown.apply(up, down.weight, down.bias, gate)
+def gated_down(up: Tensor, down: nn.Linear, gate: Gate, dropout: Dropout) -> Tensor:
+    """down(dropout(gate.function(g) * v)), where g and v are the first and second halves of `up`'s last dimension."""
+    byte_masks = uses_byte_masks(up, dropout.p, dropout.training)
+    if _fuses(up, down) and (byte_masks or not dropout.training or dropout.p == 0):
+        keep, scale = keep_mask((*up.shape[:-1], up.shape[-1] // 2), dropout.p) if byte_masks else (None, 1.0)
+        return _GatedDown.apply(up, down.weight, down.bias, gate, keep, scale)
     gate_half, value = up.chunk(2, dim=-1)
-    return down(gate.function(gate_half) * value)
+    return down(dropout(gate.function(gate_half) * value))
 
 
 def _fuses(up: Tensor, down: nn.Linear) -> bool:
@@ -62,27 +65,35 @@ def _fuses(up: Tensor, down: nn.Linear) -> bool:
 
 class _GatedDown(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, up: Tensor, weight: Tensor, bias: Tensor | None, gate: Gate) -> Tensor:
+    def forward(
+        ctx, up: Tensor, weight: Tensor, bias: Tensor | None, gate: Gate, keep: Tensor | None, scale: float
+    ) -> Tensor:
         gate_half, value = up.chunk(2, dim=-1)
-        ctx.save_for_backward(up, weight)
-        ctx.gate = gate
-        return F.linear(gate.function(gate_half).mul_(value), weight, bias)
+        ctx.save_for_backward(up, weight, keep)
+        ctx.gate, ctx.scale = gate, scale
+        return F.linear(_dropped(gate.function(gate_half).mul_(value), keep, scale), weight, bias)
 
     @staticmethod
     @once_differentiable
-    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None, None]:
-        up, weight = ctx.saved_tensors
-        needs_up, needs_weight, needs_bias, _ = ctx.needs_input_grad
+    def backward(ctx, grad: Tensor) -> tuple[Tensor | None, Tensor | None, Tensor | None, None, None, None]:
+        up, weight, keep = ctx.saved_tensors
+        needs_up, needs_weight, needs_bias = ctx.needs_input_grad[:3]
         grad = grad.reshape(-1, weight.shape[0])
         gate_half, value = up.reshape(-1, up.shape[-1]).chunk(2, dim=-1)
+        keep = keep.view(-1, keep.shape[-1]) if keep is not None else None
         activated = ctx.gate.function(gate_half)
         grad_up = None
         if needs_up:
-            grad_hidden = grad.mm(weight)
+            grad_hidden = _dropped(grad.mm(weight), keep, ctx.scale)
             grad_up = torch.empty(up.shape, dtype=up.dtype, device=up.device)
             grad_gate, grad_value = grad_up.view(-1, up.shape[-1]).chunk(2, dim=-1)
             torch.mul(grad_hidden, activated, out=grad_value)
             ctx.gate.chain_rule(grad_hidden.mul_(value), gate_half, grad_gate)
-        grad_weight = grad.t().mm(activated.mul_(value)) if needs_weight else None
+        grad_weight = grad.t().mm(_dropped(activated.mul_(value), keep, ctx.scale)) if needs_weight else None
         grad_bias = grad.sum(0) if needs_bias else None
-        return grad_up, grad_weight, grad_bias, None
+        return grad_up, grad_weight, grad_bias, None, None, None
+
+
+def _dropped(hidden: Tensor, keep: Tensor | None, scale: float) -> Tensor:
+    """`hidden` times the dropout's kept-element mask and scale, in place; unchanged without a mask."""
+    return hidden if keep is None else hidden.mul_(keep).mul_(scale)

@@ -34,19 +34,21 @@ PLAIN = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu}
 
 
 class FeedForward(nn.Module):
-    """Position-wise MLP; gated activations use one fused input projection for gate and value."""
+    """Position-wise MLP with dropout after the activation (as in 3.x); gated activations use one fused input
+    projection for gate and value."""
 
-    def __init__(self, dim: int, hidden: int, activation: str):
+    def __init__(self, dim: int, hidden: int, activation: str, dropout: float):
         super().__init__()
         self.gate = GATES.get(activation)
         self.activation = None if self.gate else PLAIN[activation]
         self.up = tag(nn.Linear(dim, 2 * hidden if self.gate else hidden), "feed_forward.up")
         self.down = tag(nn.Linear(hidden, dim), "feed_forward.down")
+        self.dropout = Dropout(dropout)
 
     def forward(self, x: Tensor) -> Tensor:
         if self.gate:
-            return gated_down(self.up(x), self.down, self.gate)
-        return self.down(self.activation(self.up(x)))
+            return gated_down(self.up(x), self.down, self.gate, self.dropout)
+        return self.down(self.dropout(self.activation(self.up(x))))
 
 
 class TransformerLayer(nn.Module):
@@ -62,7 +64,7 @@ class TransformerLayer(nn.Module):
             dim, attention.n_heads, n_kv_heads, attention.output_projection, architecture.dropout, rotary
         )
         self.feed_forward = FeedForward(
-            dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation
+            dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation, architecture.dropout
         )
         self.attention_norm = make_norm(architecture.normalization.type, dim)
         self.feed_forward_norm = make_norm(architecture.normalization.type, dim)

@@ -1,14 +1,16 @@
-"""The backbone is causal and ignores left padding."""
+"""The backbone is causal, ignores left padding and drops out where 3.x does."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
+import sequifier.model.dropout as dropout_module
 from sequifier.config.schema import ArchitectureConfig, AttentionConfig, FeedForwardConfig, PositionEncodingConfig
 from sequifier.model.backbone import Backbone
 
 
-def make_backbone(position: str = "rope") -> Backbone:
+def make_backbone(position: str = "rope", dropout: float = 0.0, **architecture) -> Backbone:
     torch.manual_seed(0)
     architecture = ArchitectureConfig(
         dim_model=16,
@@ -16,8 +18,30 @@ def make_backbone(position: str = "rope") -> Backbone:
         attention=AttentionConfig(n_heads=4),
         feed_forward=FeedForwardConfig(dim=32),
         position_encoding=PositionEncodingConfig(type=position),
+        dropout=dropout,
+        **architecture,
     )
     return Backbone(architecture, max_length=12).eval()
+
+
+@pytest.mark.parametrize(
+    "position, scope, input_dropped",
+    [("rope", None, False), ("learned", "per_feature", False), ("learned", "global", True), ("sinusoidal", None, True)],
+)
+def test_dropout_runs_at_the_sites_of_3x(monkeypatch, position, scope, input_dropped):
+    drawn = []  # elements of each mask, in the order drawn
+    draw = dropout_module.random_words
+    monkeypatch.setattr(dropout_module, "random_words", lambda count: drawn.append(count * 4) or draw(count))
+    backbone = make_backbone(position, dropout=0.1, positional_encoding_scope=scope).train()
+    backbone(torch.randn(2, 8, 16), None).sum().backward()
+    batch_time = 2 * 8
+    per_layer = [
+        2 * 4 * 8 * 8,
+        batch_time * 16,
+        batch_time * 32,
+        batch_time * 16,
+    ]  # weights, branch, activation, branch
+    assert drawn == [batch_time * 16] * input_dropped + per_layer * 2
 
 
 def test_changing_a_later_input_leaves_earlier_outputs_unchanged():

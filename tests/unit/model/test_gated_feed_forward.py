@@ -1,4 +1,5 @@
-"""The gated feed-forward's lean autograd Function: same values and gradients as the plain expression, less kept."""
+"""The gated feed-forward's lean autograd Function: same values and gradients as the plain expression (with its dropout
+after the activation, as in 3.x), less kept."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ ACTIVATIONS = {"swiglu": F.silu, "geglu": F.gelu}
 
 def plain(module: FeedForward, x: torch.Tensor, activation: str) -> torch.Tensor:
     gate, value = module.up(x).chunk(2, dim=-1)
-    return module.down(ACTIVATIONS[activation](gate) * value)
+    return module.down(module.dropout(ACTIVATIONS[activation](gate) * value))
 
 
 def took_the_lean_path(output: torch.Tensor) -> bool:
@@ -43,7 +44,7 @@ def saved_bytes(step) -> int:
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 def test_values_and_gradients_equal_the_plain_expression(activation, dtype):
     torch.manual_seed(0)
-    module = FeedForward(16, 24, activation).to(dtype)
+    module = FeedForward(16, 24, activation, 0.0).to(dtype)
     x = torch.randn(3, 7, 16, dtype=dtype, requires_grad=True)
     fused = module(x)
     reference = plain(module, x, activation)
@@ -55,12 +56,35 @@ def test_values_and_gradients_equal_the_plain_expression(activation, dtype):
 
 
 @pytest.mark.parametrize("activation", ["swiglu", "geglu"])
-def test_gradcheck_in_float64(activation):
+def test_dropout_after_the_activation_equals_the_plain_expression_with_the_same_mask(activation):
     torch.manual_seed(0)
-    module = FeedForward(4, 3, activation).double()
+    module = FeedForward(16, 24, activation, 0.3)
+    x = torch.randn(3, 7, 16, requires_grad=True)
+    torch.manual_seed(5)
+    fused = module(x)
+    torch.manual_seed(5)
+    reference = plain(module, x, activation)
+    gate, value = module.up(x).chunk(2, dim=-1)
+    undropped = module.down(ACTIVATIONS[activation](gate) * value)
+    assert took_the_lean_path(fused) and not took_the_lean_path(reference)
+    torch.testing.assert_close(fused, reference)
+    assert not torch.allclose(fused, undropped)
+    upstream = torch.randn_like(fused)
+    for got, expected in zip(gradients(module, x, fused, upstream), gradients(module, x, reference, upstream)):
+        torch.testing.assert_close(got, expected)
+    module.eval()
+    torch.testing.assert_close(module(x), undropped)
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.4])
+@pytest.mark.parametrize("activation", ["swiglu", "geglu"])
+def test_gradcheck_in_float64(activation, dropout):
+    torch.manual_seed(0)
+    module = FeedForward(4, 3, activation, dropout).double()
     names = [name for name, _ in module.named_parameters()]
 
     def function(x, *parameters):
+        torch.manual_seed(1)  # the same dropout mask in every evaluation
         output = torch.func.functional_call(module, dict(zip(names, parameters)), (x,))
         assert took_the_lean_path(output)
         return output
@@ -72,7 +96,7 @@ def test_gradcheck_in_float64(activation):
 
 def test_keeps_less_for_backward_than_the_plain_expression():
     torch.manual_seed(0)
-    module = FeedForward(32, 64, "swiglu")
+    module = FeedForward(32, 64, "swiglu", 0.0)
     x = torch.randn(4, 16, 32, requires_grad=True)
     fused = saved_bytes(lambda: module(x))
     reference = saved_bytes(lambda: plain(module, x, "swiglu"))
@@ -83,7 +107,7 @@ def test_keeps_less_for_backward_than_the_plain_expression():
 
 def test_frozen_up_projection_still_trains_the_down_projection():
     torch.manual_seed(0)
-    module = FeedForward(8, 12, "swiglu")
+    module = FeedForward(8, 12, "swiglu", 0.0)
     module.up.requires_grad_(False)
     x = torch.randn(5, 8)
     fused, reference = module(x), plain(module, x, "swiglu")
@@ -97,7 +121,7 @@ def test_frozen_up_projection_still_trains_the_down_projection():
 
 
 def test_without_recording_the_plain_expression_runs():
-    module = FeedForward(8, 12, "geglu")
+    module = FeedForward(8, 12, "geglu", 0.0)
     x = torch.randn(5, 8)
     with torch.no_grad():
         assert saved_bytes(lambda: module(x)) == 0
@@ -109,7 +133,7 @@ def test_without_recording_the_plain_expression_runs():
 
 def test_under_autocast_the_plain_expression_runs():
     torch.manual_seed(0)
-    module = FeedForward(8, 12, "swiglu")
+    module = FeedForward(8, 12, "swiglu", 0.0)
     x = torch.randn(5, 8, requires_grad=True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
         fused, reference = module(x), plain(module, x, "swiglu")
@@ -120,7 +144,7 @@ def test_under_autocast_the_plain_expression_runs():
 
 def test_bfloat16_parameters_give_the_plain_expression_results():
     torch.manual_seed(0)
-    module = FeedForward(16, 24, "swiglu").to(torch.bfloat16)
+    module = FeedForward(16, 24, "swiglu", 0.0).to(torch.bfloat16)
     x = torch.randn(3, 7, 16, dtype=torch.bfloat16, requires_grad=True)
     fused, reference = module(x), plain(module, x, "swiglu")
     upstream = torch.randn_like(fused)
@@ -132,7 +156,7 @@ def test_bfloat16_parameters_give_the_plain_expression_results():
 
 
 def test_parameters_keep_their_names_and_shapes():
-    state = FeedForward(16, 24, "swiglu").state_dict()
+    state = FeedForward(16, 24, "swiglu", 0.0).state_dict()
     assert {name: tuple(t.shape) for name, t in state.items()} == {
         "up.weight": (48, 16),
         "up.bias": (48,),
