@@ -1,9 +1,9 @@
 """Ending the `sequifier` process without the interpreter's teardown, once all that teardown would do for us is done.
 
 With torch loaded, a normal exit spends about a second freeing every module and running the C++ libraries'
-static destructors; nothing of that reaches a file. Before leaving, non-daemon threads are joined and the
-atexit handlers run (logging flushes its handlers there), then stdout and stderr are flushed, as a normal
-exit would. Ctrl-C (SIGINT) or SIGTERM that reaches the top (no part of the command handles it: preprocess
+static destructors; nothing of that reaches a file. Before leaving, threading's exit hooks run and non-daemon
+threads are joined, then the atexit handlers run (logging flushes its handlers there) and stdout and stderr
+are flushed, as a normal exit would. Ctrl-C (SIGINT) or SIGTERM that reaches the top (no part of the command handles it: preprocess
 and training stop on their own) unwinds the command, so that its cleanup runs, and ends the process with one
 line and code 130 / 143, as a shell reports them; any other exception that escapes the command still takes the
 normal way out, with its traceback.
@@ -55,9 +55,9 @@ def leave(status: object) -> NoReturn:
     else:
         print(status, file=sys.stderr)
         code = 1
-    for thread in threading.enumerate():
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    # The interpreter's own first step of an exit: threading's exit hooks (which tell idle thread pools, such as
+    # torch.compile's, to end) and then the join of every non-daemon thread; joining without the hooks waits forever.
+    threading._shutdown()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

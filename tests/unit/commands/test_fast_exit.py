@@ -11,10 +11,12 @@ import pytest
 
 SCRIPT = """
 import atexit, sys, threading, time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from sequifier.fast_exit import run_and_leave
 
 folder = Path(sys.argv[1])
+pools = []
 
 def late_writer():
     time.sleep(0.5)
@@ -23,6 +25,8 @@ def late_writer():
 def main():
     atexit.register(lambda: (folder / "atexit.txt").write_text("ran"))
     threading.Thread(target=late_writer).start()
+    pools.append(ThreadPoolExecutor(2))  # held and left running, as torch.compile leaves its compile workers
+    pools[0].submit(time.sleep, 0.1)
     for line in range(50_000):
         print(f"line {line}")
     {ending}
