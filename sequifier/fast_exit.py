@@ -4,9 +4,9 @@ With torch loaded, a normal exit spends about a second freeing every module and 
 static destructors; nothing of that reaches a file. Before leaving, threading's exit hooks run and non-daemon
 threads are joined, then the atexit handlers run (logging flushes its handlers there) and stdout and stderr
 are flushed, as a normal exit would. Ctrl-C (SIGINT) or SIGTERM that reaches the top (no part of the command
-handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and ends the process with one
-line and code 130 / 143, as a shell reports them; any other exception that escapes the command still takes the
-normal way out, with its traceback.
+handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and ends
+the process with one line and code 130 / 143, as a shell reports them; any other exception that escapes the
+command still takes the normal way out, with its traceback.
 """
 
 from __future__ import annotations
