@@ -1,15 +1,16 @@
 """Whole-process `sequifier train` in several precision and compile modes: wall time, epochs, tokens/s, loss.
 
     .venv/bin/python bench/train_modes.py [--windows 4000] [--epochs 3] [--repeats 2] [--dropout 0.1 0]
-        [--modes eager bf16 outer outer-warm inner inner-warm bf16-outer] [--workdir DIR]
+        [--modes eager auto bf16 outer outer-warm inner inner-warm bf16-outer] [--workdir DIR]
     .venv/bin/python bench/train_modes.py --demo [--repeats 2] [--modes eager bf16]
 
 The seed-shaped model and pt data of `bench/train_against_reference.py` (its functions build both), trained
 from process start to the exported ONNX model once per mode and repeat; modes alternate within each repeat,
 so load from other processes falls on all of them alike. Modes:
-  eager        float32, no compilation (the defaults)
+  eager        float32, no compilation (global_training.autocast=null)
+  auto         the defaults: autocast auto (bf16 where the CPU computes it natively), no compilation
   bf16         global_training.autocast=bf16
-  outer/inner  global_training.torch_compile=outer/inner, with an empty inductor cache
+  outer/inner  float32 with global_training.torch_compile=outer/inner, with an empty inductor cache
   outer-warm   the same again on the cache its cold run of this repeat just filled (a second identical run)
   bf16-outer   autocast bf16 and torch_compile outer, cold cache
 Per run: the whole-process wall time, each epoch's training seconds (views / the logged samples/s),
@@ -35,12 +36,13 @@ import yaml
 from train_against_reference import CONTEXT, OURS, measured, prepare_data, train_config, write_yaml
 
 MODES = {
-    "eager": {},
+    "eager": {"autocast": None},
+    "auto": {},
     "bf16": {"autocast": "bf16"},
-    "outer": {"torch_compile": "outer"},
-    "outer-warm": {"torch_compile": "outer"},
-    "inner": {"torch_compile": "inner"},
-    "inner-warm": {"torch_compile": "inner"},
+    "outer": {"torch_compile": "outer", "autocast": None},
+    "outer-warm": {"torch_compile": "outer", "autocast": None},
+    "inner": {"torch_compile": "inner", "autocast": None},
+    "inner-warm": {"torch_compile": "inner", "autocast": None},
     "bf16-outer": {"autocast": "bf16", "torch_compile": "outer"},
 }
 EPOCH_RATE = re.compile(r"INFO epoch (\d+): (\d+) samples/s")

@@ -362,10 +362,11 @@ class GlobalTrainingConfig:
         False, "FSDP mixed precision: compute in bfloat16 (as in 3.x; without FSDP it has no effect)"
     )
     autocast: Optional[str] = option(
-        None,
+        "auto",
         "mixed precision for any run: forward and loss under torch.autocast in this dtype, float32 parameters "
-        "(fp16 scales the loss); null: off",
-        choices=("bf16", "fp16"),
+        "(fp16 scales the loss); auto: bf16 where the device computes bf16 natively (CPUs with AVX-512 BF16 or "
+        "AMX and dim_model >= 128, CUDA 8.0+), unless layer_type_dtypes or FSDP set the precision; null: float32",
+        choices=("auto", "bf16", "fp16"),
         aliases={"bfloat16": "bf16", "float16": "fp16"},
     )
     distributed: bool = option(False, "train with several processes")

@@ -23,6 +23,7 @@ class Backbone(nn.Module):
     def __init__(self, architecture: ArchitectureConfig, max_length: int):
         super().__init__()
         dim = architecture.dim_model
+        self.dim_model = dim
         encoding = architecture.position_encoding
         rotary = None
         self.position: nn.Module = nn.Identity()

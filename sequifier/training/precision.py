@@ -5,7 +5,9 @@ the layer in it: a layer's floating inputs are cast to its parameter dtype, atte
 projections' dtype, and outputs reach the loss as float32. Layer types left out stay float32; decoder
 layers take `linear`'s dtype unless `decoder` is given. Buffers and free parameters stay float32.
 
-`autocast` (beyond 3.x) runs forward and loss under `torch.autocast` with float32 parameters.
+`autocast` (beyond 3.x) runs forward and loss under `torch.autocast` with float32 parameters; its default,
+`auto`, takes bf16 where the device computes bf16 products natively (native_bf16.py) and they are wide
+enough to pay, and float32 elsewhere.
 Any float16 in use (a float16 layer type or `autocast: fp16`) scales the loss against underflow.
 """
 
@@ -23,11 +25,13 @@ from sequifier.model.attention import SelfAttention
 from sequifier.model.layers import RMSNorm
 from sequifier.model.network import SequifierNetwork
 from sequifier.model.positions import RotaryEmbedding
+from sequifier.training.native_bf16 import CPU_FLAGS, native_bf16
 
 logger = logging.getLogger("sequifier")
 
 DTYPES = {name: getattr(torch, name) for name in LAYER_DTYPES}
 AUTOCAST_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+AUTO_BF16_CPU_WIDTH = 128
 LAYER_CLASSES = (
     (nn.Embedding, "embedding"),
     (nn.Linear, "linear"),
@@ -85,11 +89,41 @@ def apply_layer_dtypes(network: SequifierNetwork, dtypes: dict[str, str]) -> Non
         module.register_forward_pre_hook(_inputs_to(DTYPES[name]))
 
 
-def autocast_context(training: GlobalTrainingConfig, device: torch.device) -> ContextManager:
-    """`torch.autocast` of the configured dtype on the device's type, or no autocast."""
-    if training.autocast is None:
+def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: int) -> torch.dtype | None:
+    """The dtype the forward and loss autocast to (None: none) for a backbone `width` wide; logs what `auto` chose.
+
+    `auto` takes bf16 where the device computes bf16 products natively and, on a CPU, the model is at least
+    AUTO_BF16_CPU_WIDTH wide: narrower products are too small a share of a CPU step for bf16 to pay
+    (docs/performance.md). Layer dtypes and FSDP's layer_autocast are a run's own precision and keep it.
+    """
+    if training.autocast != "auto":
+        return AUTOCAST_DTYPES[training.autocast] if training.autocast else None
+    if training.layer_type_dtypes is not None or (training.distributed and training.data_parallelism == "fsdp"):
+        return None
+    native = native_bf16(device)
+    if native is None:
+        wanted = " or ".join(CPU_FLAGS) if device.type == "cpu" else "compute capability 8.0+"
+        logger.info("precision: float32 (autocast auto: this %s has no native bf16, %s)", device.type, wanted)
+        return None
+    if device.type == "cpu" and width < AUTO_BF16_CPU_WIDTH:
+        logger.info(
+            "precision: float32 (autocast auto: dim_model %d < %d, too narrow for bf16 to pay on a CPU)",
+            width, AUTO_BF16_CPU_WIDTH,
+        )  # fmt: skip
+        return None
+    logger.info(
+        "precision: bf16 autocast, float32 weights (autocast auto: this %s computes bf16 natively, %s); "
+        "global_training.autocast=null trains in float32",
+        device.type, native,
+    )  # fmt: skip
+    return torch.bfloat16
+
+
+def autocast_context(dtype: torch.dtype | None, device: torch.device) -> ContextManager:
+    """`torch.autocast` to `dtype` on the device's type, or no autocast."""
+    if dtype is None:
         return contextlib.nullcontext()
-    return torch.autocast(device.type, dtype=AUTOCAST_DTYPES[training.autocast])
+    return torch.autocast(device.type, dtype=dtype)
 
 
 def warn_ineffective(training: GlobalTrainingConfig) -> None:

@@ -14,7 +14,7 @@ from torch import Tensor
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.model.network import SequifierNetwork
 from sequifier.training.compile import compile_layers, compiled_forward
-from sequifier.training.precision import apply_layer_dtypes, autocast_context, warn_ineffective
+from sequifier.training.precision import apply_layer_dtypes, autocast_context, autocast_dtype, warn_ineffective
 
 logger = logging.getLogger("sequifier")
 
@@ -32,6 +32,7 @@ class TrainingRuntime:
         warn_ineffective(training)
         if training.layer_type_dtypes is not None:
             apply_layer_dtypes(network, training.layer_type_dtypes)
+        self.autocast_dtype = autocast_dtype(training, device, network.backbone.dim_model)
         compile_layers(network, training.torch_compile)
         self._forward = compiled_forward(network, training.torch_compile)
         self._first_step_started: float | None = None
@@ -42,7 +43,7 @@ class TrainingRuntime:
         self._forward = compiled_forward(module, self.training.torch_compile)
 
     def autocast(self) -> ContextManager:
-        return autocast_context(self.training, self.device)
+        return autocast_context(self.autocast_dtype, self.device)
 
     def forward(self, interface: str, inputs: dict[str, Tensor], left_pad_lengths: Tensor | None) -> dict[str, Tensor]:
         """Outputs per target in float32 (the loss is computed in float32 whatever the layers compute in)."""

@@ -131,15 +131,25 @@ def test_without_recording_the_plain_expression_runs():
         torch.testing.assert_close(module(x), plain(module, x, "geglu"))
 
 
-def test_under_autocast_the_plain_expression_runs():
+@pytest.mark.parametrize("dropout", [0.0, 0.3])
+def test_under_autocast_the_function_computes_the_plain_expression_in_bf16(dropout):
     torch.manual_seed(0)
-    module = FeedForward(8, 12, "swiglu", 0.0)
-    x = torch.randn(5, 8, requires_grad=True)
+    module = FeedForward(16, 24, "swiglu", dropout)
+    x = torch.randn(3, 7, 16, requires_grad=True)
     with torch.autocast("cpu", dtype=torch.bfloat16):
-        fused, reference = module(x), plain(module, x, "swiglu")
+        torch.manual_seed(5)
+        fused = module(x)
+        torch.manual_seed(5)
+        reference = plain(module, x, "swiglu")
     assert fused.dtype == reference.dtype == torch.bfloat16
-    assert not took_the_lean_path(fused)
+    assert took_the_lean_path(fused) and not took_the_lean_path(reference)
     torch.testing.assert_close(fused, reference)
+    upstream = torch.randn_like(fused)
+    for got, expected in zip(gradients(module, x, fused, upstream), gradients(module, x, reference, upstream)):
+        assert got.dtype == expected.dtype == torch.float32
+        torch.testing.assert_close(got, expected, rtol=2e-2, atol=2e-2)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert saved_bytes(lambda: module(x)) < saved_bytes(lambda: plain(module, x, "swiglu"))
 
 
 def test_bfloat16_parameters_give_the_plain_expression_results():

@@ -1,0 +1,132 @@
+"""`autocast: auto`, the default: bf16 where the device computes bf16 products natively and the model is wide
+enough for them to pay, float32 elsewhere, and the run's own precision (layer dtypes, FSDP) kept."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+import torch
+from conftest import tiny_train_config
+
+from sequifier.config.compose import canonical_config
+from sequifier.config.resolve import resolve
+from sequifier.model.network import build_network
+from sequifier.training import precision
+from sequifier.training.native_bf16 import native_bf16
+from sequifier.training.precision import AUTO_BF16_CPU_WIDTH, autocast_dtype
+from sequifier.training.runtime import TrainingRuntime
+
+CPU = torch.device("cpu")
+FLAGS = "processor\t: 0\nflags\t\t: fpu sse2 avx2 {extra} avx512f\nbugs\t\t: spectre_v1\n"
+
+
+def cpu_info(tmp_path: Path, extra: str) -> Path:
+    path = tmp_path / "cpuinfo"
+    path.write_text(FLAGS.format(extra=extra) * 2)
+    return path
+
+
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ("avx512_bf16", "avx512_bf16"),
+        ("amx_bf16 amx_tile avx512_bf16", "amx_bf16"),
+        ("avx512_vnni avx512bw", None),
+        ("avx512_bf16x", None),  # flags are whole words
+    ],
+)
+def test_native_bf16_reads_the_cpus_flags(tmp_path: Path, extra: str, expected: str | None):
+    assert native_bf16(CPU, cpu_info(tmp_path, extra)) == expected
+
+
+def test_no_cpu_information_means_no_native_bf16(tmp_path: Path):
+    assert native_bf16(CPU, tmp_path / "missing") is None
+    assert native_bf16(torch.device("meta")) is None
+
+
+def training(**settings):
+    config = tiny_train_config()
+    config["global_training"].update(settings)
+    return canonical_config(config).global_training
+
+
+def test_auto_is_the_default_and_null_means_float32():
+    assert training().autocast == "auto"
+    assert training(autocast=None).autocast is None
+
+
+@pytest.fixture
+def native(monkeypatch):
+    """Pretend this machine's CPU has (a flag name) or lacks (None) native bf16."""
+
+    def pretend(flag: str | None) -> None:
+        monkeypatch.setattr(precision, "native_bf16", lambda device: flag)
+
+    return pretend
+
+
+def test_auto_takes_bf16_on_a_cpu_with_native_bf16_and_says_so(native, caplog):
+    native("avx512_bf16")
+    with caplog.at_level(logging.INFO, logger="sequifier"):
+        assert autocast_dtype(training(), CPU, AUTO_BF16_CPU_WIDTH) == torch.bfloat16
+    assert "bf16 autocast" in caplog.text and "avx512_bf16" in caplog.text and "autocast=null" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "flag, width, why",
+    [
+        (None, 512, "no native bf16, amx_bf16 or avx512_bf16"),
+        ("amx_bf16", AUTO_BF16_CPU_WIDTH - 1, f"dim_model {AUTO_BF16_CPU_WIDTH - 1} < {AUTO_BF16_CPU_WIDTH}"),
+    ],
+)
+def test_auto_keeps_float32_without_native_bf16_or_below_the_width_and_says_why(native, caplog, flag, width, why):
+    native(flag)
+    with caplog.at_level(logging.INFO, logger="sequifier"):
+        assert autocast_dtype(training(), CPU, width) is None
+    assert "precision: float32" in caplog.text and why in caplog.text
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"layer_type_dtypes": {"linear": "bfloat16"}},
+        {"distributed": True, "world_size": 2, "data_parallelism": "fsdp", "max_tokens_per_pass": None},
+    ],
+)
+def test_auto_keeps_the_runs_own_precision(native, settings):
+    native("amx_bf16")
+    assert autocast_dtype(training(**settings), CPU, 512) is None
+
+
+@pytest.mark.parametrize("setting, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16), (None, None)])
+def test_an_explicit_setting_holds_whatever_the_cpu(native, setting, dtype):
+    for flag in (None, "avx512_bf16"):
+        native(flag)
+        assert autocast_dtype(training(autocast=setting), CPU, 16) is dtype
+
+
+def test_the_training_forward_runs_under_what_auto_chose(native, reference_project: Path, tmp_path: Path):
+    config = tiny_train_config()
+    config["model"]["backbone"]["architecture"]["dim_model"] = AUTO_BF16_CPU_WIDTH
+    config["model"]["interface"]["ingestion"]["output_dim"] = AUTO_BF16_CPU_WIDTH
+    config["model"]["interface"]["ingestion"]["feature_embedding_dims"] = {"event": 96, "channel": 16, "amount": 16}
+    spec = resolve(canonical_config(config), run_dir=tmp_path, cwd=reference_project)
+    inputs = {
+        "event": torch.randint(0, 10, (2, 8)),
+        "channel": torch.randint(0, 3, (2, 8)),
+        "amount": torch.randn(2, 8),
+    }
+    for flag, dtype in ((None, torch.float32), ("avx512_bf16", torch.bfloat16)):
+        native(flag)
+        network = build_network(spec.network)
+        runtime = TrainingRuntime(network, spec.config.global_training, CPU)
+        seen: list[torch.dtype] = []
+        network.backbone.layers[0].attention.qkv.register_forward_hook(
+            lambda m, args, out, seen=seen: seen.append(out.dtype)
+        )
+        with runtime.autocast():
+            outputs = runtime.forward("default", inputs, None)
+        assert seen == [dtype]
+        assert all(output.dtype == torch.float32 for output in outputs.values())
