@@ -1,7 +1,7 @@
 """Next-event quality of this project's sequifier against the established release 3.1.1.0, on fresh synthetic data.
 
     .venv/bin/python bench/compare_reference.py [--reference-venv /tmp/ref] [--context-length 32 128]
-        [--prediction-length 1 ctx] [--epochs 3] [--seed 0] [--workdir DIR]
+        [--prediction-length 1 ctx] [--epochs 3] [--seed 0] [--width 32] [--dropout 0] [--workdir DIR]
 
 The reference release lives in its own venv and is never a dependency of this project; create it with
     python3 -m venv /tmp/ref && /tmp/ref/bin/pip install torch==2.13.0 sequifier==3.1.1.0
@@ -114,8 +114,13 @@ def preprocess_config(context_length: int) -> dict:
     }
 
 
-def train_config(context_length: int, prediction_length: int, epochs: int, seed: int) -> dict:
-    """Only fields that mean the same in both tools; 3.x's defaults differ in scheduler and torch_compile."""
+def train_config(
+    context_length: int, prediction_length: int, epochs: int, seed: int, width: int = 32, dropout: float = 0.0
+) -> dict:
+    """Only fields that mean the same in both tools; 3.x's defaults differ in scheduler and torch_compile.
+
+    The model is `width` wide (a quarter of it the real feature's embedding), with a feed-forward twice as wide.
+    """
     return {
         "project_root": ".",
         "model_name": "compare",
@@ -137,14 +142,14 @@ def train_config(context_length: int, prediction_length: int, epochs: int, seed:
         "model": {
             "backbone": {
                 "architecture": {
-                    "dim_model": 32,
+                    "dim_model": width,
                     "max_context_length": context_length,
                     "num_layers": 2,
                     "attention": {"type": "mha", "n_heads": 4, "n_kv_heads": 4, "output_projection": True},
-                    "feed_forward": {"dim": 64, "activation": "swiglu"},
+                    "feed_forward": {"dim": 2 * width, "activation": "swiglu"},
                     "normalization": {"type": "rmsnorm", "norm_first": True},
                     "position_encoding": {"type": "rope", "theta": 10000},
-                    "dropout": 0.0,
+                    "dropout": dropout,
                     "shared_layer_groups": [],
                 }
             },
@@ -153,8 +158,8 @@ def train_config(context_length: int, prediction_length: int, epochs: int, seed:
                 "target_columns": [TARGET],
                 "ingestion": {
                     "type": "embedding",
-                    "output_dim": 32,
-                    "feature_embedding_dims": {TARGET: 24, "amount": 8},
+                    "output_dim": width,
+                    "feature_embedding_dims": {TARGET: width - width // 4, "amount": width // 4},
                 },
                 "decoder": {"type": "linear", "prediction_length": prediction_length, "support": 1},
             },
@@ -268,7 +273,8 @@ def oracle(key: Key, truth: Truth, starts: dict[tuple[int, int], int], chain: Ch
 
 def trained_scores(tool: str, project: Path, context: int, prediction: int, args, truth: Truth) -> Scores:
     """Train and infer with one tool in its copy of the data project: rows written, cross-entropy per row."""
-    write_yaml(project / "configs/train.yaml", train_config(context, prediction, args.epochs, args.seed))
+    config = train_config(context, prediction, args.epochs, args.seed, args.width, args.dropout)
+    write_yaml(project / "configs/train.yaml", config)
     run_tool(args.tools[tool], project, "train", "--config-path", "configs/train.yaml")
     model_stem = f"compare-last-{args.epochs}"
     write_yaml(project / "configs/infer.yaml", infer_config(f"models/{model_stem}.onnx"))
@@ -344,6 +350,8 @@ def main() -> None:
     parser.add_argument("--prediction-length", nargs="+", default=["1", "ctx"], help="integers; ctx = context length")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0, help="seeds the data and both trainings")
+    parser.add_argument("--width", type=int, default=32, help="dim_model (this project's bf16 autocast from 128 on)")
+    parser.add_argument("--dropout", type=float, default=0.0, help="architecture.dropout of both tools")
     parser.add_argument("--workdir", type=Path, help="new folder for the projects (default: a new temporary folder)")
     args = parser.parse_args()
     args.tools = {"3.x": args.reference_venv / "bin" / "sequifier", "ours": OURS}

@@ -215,7 +215,7 @@ def _allowed(choices: tuple, aliases: dict) -> str:
         return ""
     text = ", ".join(f"`{c}`" for c in choices)
     if aliases:
-        text += " (also " + ", ".join(f"`{a}` for `{c}`" for a, c in aliases.items()) + ")"
+        text += " (also " + ", ".join(f"`{a}` for `{_yaml(c)}`" for a, c in aliases.items()) + ")"
     return text
 
 

@@ -367,7 +367,7 @@ class GlobalTrainingConfig:
         "(fp16 scales the loss); auto: bf16 where the device computes bf16 natively (CPUs with AVX-512 BF16 or "
         "AMX and dim_model >= 128, CUDA 8.0+), unless layer_type_dtypes or FSDP set the precision; null: float32",
         choices=("auto", "bf16", "fp16"),
-        aliases={"bfloat16": "bf16", "float16": "fp16"},
+        aliases={"bfloat16": "bf16", "float16": "fp16", "fp32": None, "float32": None, "none": None},
     )
     distributed: bool = option(False, "train with several processes")
     data_parallelism: str = option("ddp", "data-parallel strategy", choices=("ddp", "fsdp"))

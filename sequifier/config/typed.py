@@ -14,7 +14,7 @@ REQUIRED = dataclasses.MISSING
 
 
 def option(
-    default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str] | None = None
+    default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str | None] | None = None
 ) -> Any:
     """A config field with its one-line doc, allowed values and accepted aliases.
 
@@ -105,7 +105,7 @@ def _convert(hint: Any, value: Any, where: str, problems: ProblemList, metadata:
             return None
         non_null = [a for a in args if a is not type(None)]
         if len(non_null) == 1:
-            return _convert(non_null[0], value, where, problems, metadata)
+            return _convert(non_null[0], value, where, problems, {**metadata, "nullable": True})
         for candidate in non_null:
             trial = ProblemList()
             converted = _convert(candidate, value, where, trial, metadata)
@@ -153,9 +153,11 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
         return _INVALID
     aliases = metadata.get("aliases", {})
     value = aliases.get(value, value)
+    if value is None:  # a spelling of null
+        return None
     choices = metadata.get("choices", ())
     if choices and value not in choices:
-        allowed = ", ".join(repr(c) for c in choices)
+        allowed = ", ".join(repr(c) for c in choices) + (" or null" if metadata.get("nullable") else "")
         problems.add(
             where,
             f"{_show(value)} is not allowed; choose one of {allowed}" + did_you_mean(str(value), map(str, choices)),

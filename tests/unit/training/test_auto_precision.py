@@ -11,6 +11,7 @@ import torch
 from conftest import tiny_train_config
 
 from sequifier.config.compose import canonical_config
+from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
 from sequifier.model.network import build_network
 from sequifier.training import precision
@@ -52,9 +53,17 @@ def training(**settings):
     return canonical_config(config).global_training
 
 
-def test_auto_is_the_default_and_null_means_float32():
+def test_auto_is_the_default_and_null_or_its_spellings_mean_float32():
     assert training().autocast == "auto"
-    assert training(autocast=None).autocast is None
+    for spelling in (None, "fp32", "float32", "none"):
+        assert training(autocast=spelling).autocast is None
+
+
+def test_an_unknown_precision_is_refused_with_every_allowed_value():
+    with pytest.raises(UserError) as refused:
+        training(autocast="int8")
+    assert "global_training.autocast" in str(refused.value)
+    assert "choose one of 'auto', 'bf16', 'fp16' or null" in str(refused.value)
 
 
 @pytest.fixture
