@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from sequifier.config.schema import (
     ArchitectureConfig,
@@ -12,7 +13,7 @@ from sequifier.config.schema import (
     NormalizationConfig,
     PositionEncodingConfig,
 )
-from sequifier.model.attention import SelfAttention
+from sequifier.model.attention import SelfAttention, attention_mask, fused_attention
 from sequifier.model.backbone import Backbone
 from sequifier.model.positions import RotaryEmbedding
 
@@ -98,3 +99,21 @@ def test_every_normalization_and_activation_trains(norm, norm_first, activation)
         optimizer.step()
         losses.append(float(loss.detach()))
     assert losses[-1] < 0.5 * losses[0]
+
+
+@pytest.mark.parametrize("padded", [False, True])
+def test_fused_attention_under_cpu_autocast_computes_in_float32(padded):
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 4, 6, 8).bfloat16().requires_grad_() for _ in range(3))
+    mask = attention_mask(torch.tensor([0, 2]), 6, torch.bfloat16) if padded else None
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        attended = fused_attention(q, k, v, mask, 0.0)
+    expected = F.scaled_dot_product_attention(
+        q.float(), k.float(), v.float(), attn_mask=mask.float() if padded else None, is_causal=not padded
+    )
+    assert attended.dtype == torch.float32
+    torch.testing.assert_close(attended, expected, rtol=0, atol=0)
+    attended.sum().backward()
+    assert q.grad.dtype == k.grad.dtype == v.grad.dtype == torch.bfloat16
+    # outside autocast, torch's kernel runs in the inputs' dtype
+    assert fused_attention(q.detach(), k.detach(), v.detach(), mask, 0.0).dtype == torch.bfloat16
