@@ -89,34 +89,33 @@ def apply_layer_dtypes(network: SequifierNetwork, dtypes: dict[str, str]) -> Non
         module.register_forward_pre_hook(_inputs_to(DTYPES[name]))
 
 
-def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: int) -> torch.dtype | None:
-    """The dtype the forward and loss autocast to (None: none) for a backbone `width` wide; logs what `auto` chose.
+def autocast_dtype(
+    training: GlobalTrainingConfig, device: torch.device, width: int
+) -> tuple[torch.dtype | None, str | None]:
+    """The dtype the forward and loss autocast to (None: none) for a backbone `width` wide, and for `auto` a line
+    for the run's log saying what it chose and why.
 
     `auto` takes bf16 where the device computes bf16 products natively and, on a CPU, the model is at least
     AUTO_BF16_CPU_WIDTH wide: narrower products are too small a share of a CPU step for bf16 to pay
     (docs/performance.md). Layer dtypes and FSDP's layer_autocast are a run's own precision and keep it.
     """
     if training.autocast != "auto":
-        return AUTOCAST_DTYPES[training.autocast] if training.autocast else None
+        return (AUTOCAST_DTYPES[training.autocast] if training.autocast else None), None
     if training.layer_type_dtypes is not None or (training.distributed and training.data_parallelism == "fsdp"):
-        return None
+        return None, None
     native = native_bf16(device)
     if native is None:
-        wanted = " or ".join(CPU_FLAGS) if device.type == "cpu" else "compute capability 8.0+"
-        logger.info("precision: float32 (autocast auto: this %s has no native bf16, %s)", device.type, wanted)
-        return None
+        wanted = {"cpu": " or ".join(CPU_FLAGS), "cuda": "compute capability 8.0+"}.get(device.type, "not checked")
+        return None, f"precision: float32 (autocast auto: this {device.type} has no native bf16, {wanted})"
     if device.type == "cpu" and width < AUTO_BF16_CPU_WIDTH:
-        logger.info(
-            "precision: float32 (autocast auto: dim_model %d < %d, too narrow for bf16 to pay on a CPU)",
-            width, AUTO_BF16_CPU_WIDTH,
-        )  # fmt: skip
-        return None
-    logger.info(
-        "precision: bf16 autocast, float32 weights (autocast auto: this %s computes bf16 natively, %s); "
-        "global_training.autocast=null trains in float32",
-        device.type, native,
-    )  # fmt: skip
-    return torch.bfloat16
+        return None, (
+            f"precision: float32 (autocast auto: dim_model {width} < {AUTO_BF16_CPU_WIDTH}, too narrow for bf16 "
+            "to pay on a CPU)"
+        )
+    return torch.bfloat16, (
+        f"precision: bf16 autocast, float32 weights (autocast auto: this {device.type} computes bf16 natively, "
+        f"{native}); global_training.autocast=null trains in float32"
+    )
 
 
 def autocast_context(dtype: torch.dtype | None, device: torch.device) -> ContextManager:

@@ -32,7 +32,7 @@ class TrainingRuntime:
         warn_ineffective(training)
         if training.layer_type_dtypes is not None:
             apply_layer_dtypes(network, training.layer_type_dtypes)
-        self.autocast_dtype = autocast_dtype(training, device, network.backbone.dim_model)
+        self.autocast_dtype, self.precision_note = autocast_dtype(training, device, network.backbone.dim_model)
         compile_layers(network, training.torch_compile)
         self._forward = compiled_forward(network, training.torch_compile)
         self._first_step_started: float | None = None

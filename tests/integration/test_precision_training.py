@@ -14,6 +14,8 @@ from run_helpers import assert_onnx_matches_weights
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
 from sequifier.training.engine import Trainer
+from sequifier.training.native_bf16 import native_bf16
+from sequifier.training.precision import AUTO_BF16_CPU_WIDTH
 
 
 def onnx_matches_torch(project: Path, onnx_path: Path, pt_path: Path) -> None:
@@ -42,6 +44,25 @@ def test_precision_option_trains_exports_and_infers(reference_project: Path, ove
     onnx_matches_torch(reference_project, models / "tiny-best-1.onnx", models / "tiny-best-1.pt")
 
 
+def test_the_default_precision_follows_this_cpu_and_the_run_says_so(reference_project: Path):
+    config = tiny_train_config(export_onnx=False)
+    config["model"]["backbone"]["architecture"]["dim_model"] = AUTO_BF16_CPU_WIDTH
+    ingestion = config["model"]["interface"]["ingestion"]
+    ingestion.update(output_dim=AUTO_BF16_CPU_WIDTH, feature_embedding_dims={"event": 96, "channel": 16, "amount": 16})
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], reference_project)
+    assert result.returncode == 0, result.stderr
+    log = (reference_project / "logs" / "tiny" / "tiny.log").read_text()
+    native = native_bf16(torch.device("cpu"))
+    if native:
+        assert (
+            f"precision: bf16 autocast, float32 weights (autocast auto: this cpu computes bf16 natively, {native})"
+            in log
+        )
+    else:
+        assert "precision: float32 (autocast auto: this cpu has no native bf16" in log
+
+
 def monitored_loss(project: Path, run: str, epochs: int = 3, **global_training) -> float:
     config = tiny_train_config(training_plan={"epochs": epochs}, export_onnx=False)
     config["global_training"].update(global_training)
@@ -50,15 +71,15 @@ def monitored_loss(project: Path, run: str, epochs: int = 3, **global_training) 
 
 
 def test_bf16_autocast_reaches_the_float32_validation_loss_within_two_percent(reference_project: Path):
-    float32 = monitored_loss(reference_project, "fp32")
+    float32 = monitored_loss(reference_project, "fp32", autocast=None)
     bf16 = monitored_loss(reference_project, "bf16", autocast="bf16")
     assert bf16 != float32
     assert abs(bf16 - float32) <= 0.02 * float32
 
 
 def test_layer_autocast_computes_what_float32_computes(reference_project: Path):
-    assert monitored_loss(reference_project, "fp32", epochs=1) == monitored_loss(
-        reference_project, "layer", epochs=1, layer_autocast=True
+    assert monitored_loss(reference_project, "fp32", epochs=1, autocast=None) == monitored_loss(
+        reference_project, "layer", epochs=1, autocast=None, layer_autocast=True
     )
 
 

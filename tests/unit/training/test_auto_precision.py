@@ -3,7 +3,6 @@ enough for them to pay, float32 elsewhere, and the run's own precision (layer dt
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -76,11 +75,11 @@ def native(monkeypatch):
     return pretend
 
 
-def test_auto_takes_bf16_on_a_cpu_with_native_bf16_and_says_so(native, caplog):
+def test_auto_takes_bf16_on_a_cpu_with_native_bf16_and_says_so(native):
     native("avx512_bf16")
-    with caplog.at_level(logging.INFO, logger="sequifier"):
-        assert autocast_dtype(training(), CPU, AUTO_BF16_CPU_WIDTH) == torch.bfloat16
-    assert "bf16 autocast" in caplog.text and "avx512_bf16" in caplog.text and "autocast=null" in caplog.text
+    dtype, note = autocast_dtype(training(), CPU, AUTO_BF16_CPU_WIDTH)
+    assert dtype == torch.bfloat16
+    assert "bf16 autocast" in note and "avx512_bf16" in note and "autocast=null" in note
 
 
 @pytest.mark.parametrize(
@@ -90,11 +89,11 @@ def test_auto_takes_bf16_on_a_cpu_with_native_bf16_and_says_so(native, caplog):
         ("amx_bf16", AUTO_BF16_CPU_WIDTH - 1, f"dim_model {AUTO_BF16_CPU_WIDTH - 1} < {AUTO_BF16_CPU_WIDTH}"),
     ],
 )
-def test_auto_keeps_float32_without_native_bf16_or_below_the_width_and_says_why(native, caplog, flag, width, why):
+def test_auto_keeps_float32_without_native_bf16_or_below_the_width_and_says_why(native, flag, width, why):
     native(flag)
-    with caplog.at_level(logging.INFO, logger="sequifier"):
-        assert autocast_dtype(training(), CPU, width) is None
-    assert "precision: float32" in caplog.text and why in caplog.text
+    dtype, note = autocast_dtype(training(), CPU, width)
+    assert dtype is None
+    assert note.startswith("precision: float32") and why in note
 
 
 @pytest.mark.parametrize(
@@ -106,14 +105,14 @@ def test_auto_keeps_float32_without_native_bf16_or_below_the_width_and_says_why(
 )
 def test_auto_keeps_the_runs_own_precision(native, settings):
     native("amx_bf16")
-    assert autocast_dtype(training(**settings), CPU, 512) is None
+    assert autocast_dtype(training(**settings), CPU, 512) == (None, None)
 
 
 @pytest.mark.parametrize("setting, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16), (None, None)])
 def test_an_explicit_setting_holds_whatever_the_cpu(native, setting, dtype):
     for flag in (None, "avx512_bf16"):
         native(flag)
-        assert autocast_dtype(training(autocast=setting), CPU, 16) is dtype
+        assert autocast_dtype(training(autocast=setting), CPU, 16) == (dtype, None)
 
 
 def test_the_training_forward_runs_under_what_auto_chose(native, reference_project: Path, tmp_path: Path):
