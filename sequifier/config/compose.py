@@ -58,7 +58,7 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
-    overrides = [dotted_indices(o) for o in overrides]
+    overrides = [_null_field_deletion(dotted_indices(o)) for o in overrides]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as error:
@@ -92,6 +92,19 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         else:
             choices.append([override.input_line])
     return Overrides(list(overrides), swept, [list(c) for c in itertools.product(*choices)])
+
+
+def _null_field_deletion(line: str) -> str:
+    """`~key` of a field whose default is null, as `key=null`: the same config, but Hydra cannot delete a key whose
+    value is null (it takes null for absent), so `~key` would fail where the user's file leaves the field null."""
+    if not line.startswith("~") or "=" in line:
+        return line
+    node: Any = hydra_defaults()
+    for part in line[1:].split("."):
+        if not isinstance(node, dict) or part not in node:
+            return line
+        node = node[part]
+    return f"{line[1:]}=null" if node is None else line
 
 
 def config_groups() -> list[str]:
@@ -189,6 +202,15 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key]
         where = chosen[-1] if chosen else f"{entry.config_file}: {key}"
         return UserError(where, f"cannot resolve the interpolation: {problem}")
+    deleted = re.search(r"Could not delete from config\. '([^']+)' does not exist", message)
+    if deleted:
+        key = deleted.group(1)
+        chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
+        return UserError(
+            chosen[-1] if chosen else f"~{key}",
+            f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
+            f"(set {key}=<value> instead)",
+        )
     unknown_group = re.search(r"Could not (?:override|delete) '([^'=]+/[^'=]+)'", message)
     if unknown_group and not unknown_group.group(1).startswith("hydra/"):
         group = unknown_group.group(1)

@@ -27,7 +27,9 @@ class UserError(Exception):
 
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""
-    matches = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    candidates = list(candidates)
+    same_letters = [c for c in candidates if c.lower() == name.lower()]
+    matches = same_letters or difflib.get_close_matches(name, candidates, n=1, cutoff=0.6)
     return f" (did you mean '{matches[0]}'?)" if matches else ""
 
 

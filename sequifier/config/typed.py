@@ -148,22 +148,33 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
         value = float(value) if ok else value
     elif hint is str:
         ok = isinstance(value, str)
+    choices = metadata.get("choices", ())
     if not ok:
-        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}")
+        offered = f"; choose one of {_allowed(metadata)}" if choices else ""
+        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}{offered}")
         return _INVALID
     aliases = metadata.get("aliases", {})
     value = aliases.get(value, value)
     if value is None:  # a spelling of null
         return None
-    choices = metadata.get("choices", ())
     if choices and value not in choices:
-        allowed = ", ".join(repr(c) for c in choices) + (" or null" if metadata.get("nullable") else "")
+        spellings = [*map(str, choices), *map(str, aliases)]
         problems.add(
             where,
-            f"{_show(value)} is not allowed; choose one of {allowed}" + did_you_mean(str(value), map(str, choices)),
+            f"{_show(value)} is not allowed; choose one of {_allowed(metadata)}" + did_you_mean(str(value), spellings),
         )
         return _INVALID
     return value
+
+
+def _allowed(metadata: Mapping) -> str:
+    """The choices of a field, null where it may be null, and the other spellings it accepts for them."""
+    allowed = ", ".join(repr(c) for c in metadata["choices"]) + (" or null" if metadata.get("nullable") else "")
+    aliases = metadata.get("aliases", {})
+    if aliases:
+        spelled = ", ".join(f"{a!r} for {'null' if c is None else repr(c)}" for a, c in aliases.items())
+        allowed += f" (also accepted: {spelled})"
+    return allowed
 
 
 def _describe(hint: Any) -> str:

@@ -25,6 +25,7 @@ POSITIVE_OPTIONAL = (
     "save_interval_minutes",
     "save_latest_interval_minutes",
     "early_stopping_patience",
+    "num_threads",
 )
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
 OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
@@ -104,7 +105,8 @@ def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemLi
     names = OPTIMIZERS if kind == "optimizer" else SCHEDULERS
     name = call.get("name")
     if name is None:
-        problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}")
+        given = f" (this block gives only {', '.join(map(str, call))} and replaces the default whole)" if call else ""
+        problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}{given}")
     elif name not in names:
         problems.add(
             f"{where}.name",

@@ -9,8 +9,10 @@ import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
+from sequifier.data.column_names import ROW_IDENTIFIERS
 from sequifier.data.metadata import DatasetMetadata
 from sequifier.data.stored_windows import StoredWindows
+from sequifier.infer.codec import class_column_names
 
 INPUT_SIGNATURE = ("input_columns", "context_length", "depth_layouts")  # depth_layouts: absent in older contracts
 
@@ -140,6 +142,25 @@ def check_dropout(infer_with_dropout: bool, contract: dict[str, Any], model_file
             f"is false, but {model_file.name} was exported with export_with_dropout: true; "
             "set infer_with_dropout: true, or use a model exported without dropout",
         )
+
+
+def check_probability_columns(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
+    """Probability files name a column per class by its raw value, next to the row identifiers: the two must differ."""
+    if not (config.output_probabilities and config.decode_categories and config.model_type == "generative"):
+        return
+    for target in contract["target_columns"]:
+        column = contract["columns"][target]
+        if column["kind"] != "categorical":
+            continue
+        names = class_column_names(column, contract["special_token_ids"], np.asarray(contract["class_ids"][target]))
+        clashes = sorted(set(names) & set(ROW_IDENTIFIERS))
+        if clashes:
+            raise UserError(
+                "output_probabilities",
+                f"target {target!r} of {model_file.name} has the class value {clashes[0]!r}, which would overwrite "
+                f"the identifier column of that name in its probabilities file; set decode_categories: false "
+                "(columns named by class id) or output_probabilities: false",
+            )
 
 
 def check_generation(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:

@@ -71,6 +71,7 @@ def open_model(path: Path, config: InferConfig, route: TrainingRoute | None) -> 
     checks.check_dropout(config.infer_with_dropout, contract, path)
     checks.check_generation(config, contract, path)
     checks.check_stated(config, contract, path)
+    checks.check_probability_columns(config, contract, path)
     return model
 
 

@@ -28,7 +28,7 @@ from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.preprocess.staging import Staging
-from sequifier.preprocess.statistics import Moments, statistics_of
+from sequifier.preprocess.statistics import Moments, squeeze_warning, statistics_of
 from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
 
@@ -120,7 +120,12 @@ def _fit(
     if reused is not None:
         known = reused.metadata.selected_columns_statistics
         return {name: dict(known[name]) for name in totals if name in known}, fitted_values
-    return {name: statistics_of(name, moments) for name, moments in totals.items()}, fitted_values
+    statistics = {name: statistics_of(name, moments) for name, moments in totals.items()}
+    for name, moments in totals.items():
+        warning = squeeze_warning(name, moments, statistics[name]["std"])
+        if warning and config.normalize_real_columns:
+            log(warning)
+    return statistics, fitted_values
 
 
 def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) -> list[list[dict]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
@@ -21,6 +22,9 @@ CSV_BLOCK_BYTES = 1 << 20
 # Leading bytes of a CSV file its column types are inferred from.
 CSV_INFER_BYTES = 8 << 20
 _CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+_LONG_ROW = (
+    "holds a row longer than the csv reader's {} MiB blocks allow; convert the file to parquet, which has no such limit"
+)
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,8 @@ def _csv_schema(path: Path) -> pa.Schema:
         head = handle.read(CSV_INFER_BYTES)
         if handle.read(1):
             head = head[: head.rfind(b"\n") + 1]
+            if head.count(b"\n") < 2:
+                raise UserError(str(path), _LONG_ROW.format(CSV_INFER_BYTES >> 20))
     if not head.strip():
         raise UserError(str(path), "the input file is empty")
     compression = next((name for magic, name in COMPRESSED_MAGIC if head.startswith(magic)), None)
@@ -195,6 +201,8 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
 
 def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserError:
     text = " ".join(str(error).split())
+    if "straddling object" in text:
+        return UserError(str(path), _LONG_ROW.format(CSV_BLOCK_BYTES >> 20))
     match = _CSV_COLUMN.search(text)
     if match and int(match.group(1)) < len(header):
         return UserError(header[int(match.group(1))], f"cannot read {path}: {text}")
@@ -227,9 +235,19 @@ def _file_batches(
                 convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types),
             )
             for batch in reader:
-                yield batch, handle.tell()
+                yield _empty_text_as_missing(batch), handle.tell()
         except pa.ArrowInvalid as error:
             raise _csv_problem(path, error, header) from None
+
+
+def _empty_text_as_missing(batch: pa.RecordBatch) -> pa.RecordBatch:
+    """An empty csv field is a missing value in text columns too, as it is in numeric ones and as a Parquet null."""
+    arrays = []
+    for array in batch.columns:
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            array = pc.if_else(pc.equal(array, ""), pa.scalar(None, array.type), array)
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
 
 
 def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]:

@@ -7,15 +7,20 @@ from dataclasses import dataclass
 import numpy as np
 
 from sequifier.config.errors import UserError
+from sequifier.data.metadata import NORMALIZATION_EPSILON
+
+SQUEEZED_BELOW = 100 * NORMALIZATION_EPSILON  # a std where the epsilon shrinks normalized values by 1% or more
 
 
 @dataclass(frozen=True)
 class Moments:
-    """Count, mean and sum of squared deviations of some values."""
+    """Count, mean, sum of squared deviations, smallest and largest of some values."""
 
     count: int = 0
     mean: float = 0.0
     m2: float = 0.0
+    low: float = float("inf")
+    high: float = float("-inf")
 
     @staticmethod
     def of(values: np.ndarray) -> "Moments":
@@ -23,7 +28,8 @@ class Moments:
             return Moments()
         with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused by statistics_of, naming the column
             mean = float(values.mean())
-            return Moments(int(values.size), mean, float(np.square(values - mean).sum()))
+            m2 = float(np.square(values - mean).sum())
+        return Moments(int(values.size), mean, m2, float(values.min()), float(values.max()))
 
     def merged(self, other: "Moments") -> "Moments":
         """Moments of both sets of values together (Chan et al.'s pairwise update)."""
@@ -34,7 +40,8 @@ class Moments:
         count = self.count + other.count
         delta = other.mean - self.mean
         mean = self.mean + delta * other.count / count
-        return Moments(count, mean, self.m2 + other.m2 + delta * delta * self.count * other.count / count)
+        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / count
+        return Moments(count, mean, m2, min(self.low, other.low), max(self.high, other.high))
 
 
 def statistics_of(name: str, moments: Moments) -> dict[str, float]:
@@ -51,3 +58,14 @@ def statistics_of(name: str, moments: Moments) -> dict[str, float]:
             "or the file is corrupted); rescale the column or list it in categorical_columns",
         )
     return {"mean": moments.mean, "std": std}
+
+
+def squeeze_warning(name: str, moments: Moments, std: float) -> str | None:
+    """A warning when values that differ have so small a spread that normalization's epsilon squeezes them to 0."""
+    if moments.high <= moments.low or std >= SQUEEZED_BELOW:
+        return None
+    return (
+        f"warning: {name}: its values lie within {moments.high - moments.low:.3g} of each other (std {std:.3g}), so "
+        f"normalization, (x - mean) / (std + {NORMALIZATION_EPSILON:g}), squeezes them toward 0; multiply the column "
+        "by a large constant before preprocessing, or set normalize_real_columns: false"
+    )

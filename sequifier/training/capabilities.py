@@ -1,8 +1,8 @@
 """What this machine can run of a valid config.
 
 Config validation (sequifier/config) knows no torch: here the device and the distributed backend
-must exist, and optimizer and scheduler arguments must be ones the torch classes take, each
-problem with its path.
+must exist, and optimizer and scheduler arguments must be ones the torch classes take and accept,
+each problem with its path.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 
 from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
-from sequifier.training.optimization import check_arguments
+from sequifier.training.call_arguments import check_arguments
 
 
 def check_supported(config: TrainConfig) -> None:
@@ -24,9 +24,8 @@ def check_supported(config: TrainConfig) -> None:
         )
     if config.device == "mps" and not torch.backends.mps.is_available():
         problems.add("device", "'mps' was requested but this machine and torch build have no MPS; use device: cpu")
-    check_arguments(training, problems)
-    if training.num_threads is not None and training.num_threads < 1:
-        problems.add("global_training.num_threads", f"must be at least 1, got {training.num_threads}")
+    calls = {"optimizer": training.optimizer, "scheduler": training.scheduler}
+    check_arguments(config.device, training.learning_rate, calls, problems)
     if training.distributed and training.backend == "nccl":
         if not config.device.startswith("cuda"):
             problems.add(

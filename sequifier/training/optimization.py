@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import inspect
 import warnings
 from typing import Any, Callable, Iterable
 
 import torch
 
-from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import GlobalTrainingConfig
-from sequifier.config.typed import ProblemList
 from sequifier.training.precision import LossScaler, needs_loss_scaling
 
 TAKES_TOTAL_STEPS = {
@@ -19,48 +15,20 @@ TAKES_TOTAL_STEPS = {
     "LinearLR": "total_iters",
     "CosineAnnealingLR": "T_max",
 }
-OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}
+OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}  # set by sequifier, never by a config
 
 
-def _class(kind: str, name: str) -> type:
+def torch_class(kind: str, name: str) -> type:
+    """The torch.optim ("optimizer") or torch.optim.lr_scheduler ("scheduler") class `name`."""
     module = torch.optim if kind == "optimizer" else torch.optim.lr_scheduler
     return getattr(module, name)
-
-
-def accepted_arguments(kind: str, name: str) -> list[str]:
-    """Keyword arguments a user may set for this optimizer or scheduler (not those sequifier owns)."""
-    parameters = inspect.signature(_class(kind, name)).parameters
-    names = [
-        p for p in parameters if p not in OWNED_ARGUMENTS and parameters[p].kind is not inspect.Parameter.VAR_KEYWORD
-    ]
-    if kind == "scheduler" and name == "OneCycleLR":
-        names.append("total_steps")
-    return list(dict.fromkeys(names))
-
-
-def check_arguments(training: GlobalTrainingConfig, problems: ProblemList) -> None:
-    """Every optimizer and scheduler argument is one the torch class takes (names were checked by config)."""
-    for kind, call in (("optimizer", training.optimizer), ("scheduler", training.scheduler)):
-        name = (call or {}).get("name")
-        if not hasattr(torch.optim if kind == "optimizer" else torch.optim.lr_scheduler, str(name)):
-            continue
-        accepted = accepted_arguments(kind, name)
-        for argument in call:
-            if argument != "name" and argument not in accepted:
-                owned = " (sequifier sets it from global_training.learning_rate)" if argument == "lr" else ""
-                problems.add(
-                    f"global_training.{kind}.{argument}",
-                    f"{name} does not take this argument{owned}"
-                    + did_you_mean(argument, accepted)
-                    + f"; it takes {', '.join(accepted)}",
-                )
 
 
 def build_optimizer(
     parameters: Iterable[torch.nn.Parameter], learning_rate: float, config: dict[str, Any]
 ) -> torch.optim.Optimizer:
     arguments = {k: v for k, v in config.items() if k != "name"}
-    return _class("optimizer", config["name"])(parameters, lr=learning_rate, **arguments)
+    return torch_class("optimizer", config["name"])(parameters, lr=learning_rate, **arguments)
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | None, total_steps: int) -> Any:
@@ -72,7 +40,7 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | N
     duration = TAKES_TOTAL_STEPS.get(name)
     if duration and duration not in arguments:
         arguments[duration] = total_steps
-    return _class("scheduler", name)(optimizer, **arguments)
+    return torch_class("scheduler", name)(optimizer, **arguments)
 
 
 class OptimizationLifecycle:

@@ -58,12 +58,12 @@ def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint
     for path in sorted(set(saved["config"]) | set(current["config"]), key=_order(current["config"])):
         if any(path == field or path.startswith(field + ".") for field in RESUMABLE_FIELDS):
             continue
-        before, now = saved["config"].get(path, "<absent>"), current["config"].get(path, "<absent>")
+        before, now = saved["config"].get(path, _UNSET), current["config"].get(path, _UNSET)
         if before != now:
             raise UserError(
                 path,
-                f"is {now!r} but {checkpoint} was written with {before!r}; an exact resume needs the same value "
-                "(or start fresh: global_training.resume.policy=never)",
+                f"is {_spelled(now)} but {checkpoint} was written with {_spelled(before)}; an exact resume needs "
+                "the same value (or start fresh: global_training.resume.policy=never)",
             )
     for part, digest in current["data"].items():
         if saved["data"].get(part) != digest:
@@ -71,6 +71,14 @@ def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint
                 f"dataset_training.{part}.metadata_config_path",
                 f"the preprocessed data differs from the data {checkpoint} was trained on; resume needs the same data",
             )
+
+
+_UNSET = object()
+
+
+def _spelled(value: Any) -> str:
+    """A config value as YAML and the command line write it (null, true, [1, 2]); `unset` for no value."""
+    return "unset" if value is _UNSET else json.dumps(value, default=str)
 
 
 def _order(current: dict[str, Any]):

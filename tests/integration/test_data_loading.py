@@ -102,5 +102,7 @@ def test_num_threads_below_one_is_refused_before_training(tmp_path: Path, monkey
     with monkeypatch.context() as patch:
         patch.chdir(project)
         assert cli.main(["train", "global_training.num_threads=0"]) == 2
-    assert "global_training.num_threads: must be at least 1, got 0" in capsys.readouterr().err
+        assert "global_training.num_threads: must be positive, got 0" in capsys.readouterr().err
+        assert cli.main(["train", "--cfg", "job", "global_training.num_threads=0"]) == 2
+    assert "global_training.num_threads: must be positive, got 0" in capsys.readouterr().err
     assert not (project / "models").exists()

@@ -176,3 +176,24 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
             run_inference(Path("configs/infer.yaml"))
     finally:
         os.chdir(cwd)
+
+
+def test_a_class_value_named_like_an_identifier_column_is_refused_unless_classes_are_written_as_ids(project: Path):
+    import onnx
+
+    from sequifier.export.contract import CONTRACT_KEY
+
+    model = onnx.load(str(project / "models" / GENERATIVE))
+    prop = next(p for p in model.metadata_props if p.key == CONTRACT_KEY)
+    contract = json.loads(prop.value)
+    id_map = contract["columns"]["event"]["id_map"]
+    id_map["itemPosition"] = id_map.pop("e03")
+    prop.value = json.dumps(contract)
+    onnx.save(model, str(project / "models" / "clash-last-1.onnx"))
+    with pytest.raises(UserError, match="output_probabilities: target 'event' .* class value 'itemPosition'"):
+        infer(project, "clash-last-1.onnx", output_probabilities=True)
+    infer(project, "clash-last-1.onnx", output_probabilities=True, decode_categories=False)
+    shares = outputs(project, "probabilities", "clash-last-1.onnx", "event")
+    predicted = outputs(project, "predictions", "clash-last-1.onnx")
+    assert shares.column("itemPosition").equals(predicted.column("itemPosition"))
+    assert str(id_map["itemPosition"]) in shares.column_names

@@ -44,6 +44,11 @@ def test_a_changed_model_width_is_refused(trained: Path):
     assert "model.backbone.architecture.dim_model: is 32 but" in line and "written with 16" in line
 
 
+def test_a_value_set_where_the_checkpoint_had_null_is_refused_in_config_spelling(trained: Path):
+    line = refused(trained, RESUME, "global_training.gradient_clip=0.5")
+    assert "global_training.gradient_clip: is 0.5 but" in line and "written with null;" in line
+
+
 def test_more_epochs_in_a_phase_are_refused(trained: Path):
     line = refused(trained, RESUME, "training_plan.epochs=3")
     assert "training_plan.phases[0].epochs: is 3 but" in line and "written with 1" in line

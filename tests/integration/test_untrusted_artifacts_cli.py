@@ -141,7 +141,20 @@ CASES = [
         ),
         "needs at least 100",
     ),
-    ("bundle-random-bytes", "pt.yaml", BUNDLE, lambda u: (u / BUNDLE).write_bytes(os.urandom(4096)), "unpickling"),
+    (
+        "bundle-random-bytes",
+        "pt.yaml",
+        BUNDLE,
+        lambda u: (u / BUNDLE).write_bytes(np.random.default_rng(7).bytes(4096)),
+        "not a readable PT bundle",
+    ),
+    (
+        "bundle-not-a-pickle",
+        "pt.yaml",
+        BUNDLE,
+        lambda u: (u / BUNDLE).write_bytes(b"\x80\x02}q\x00(X\x01\x00\x00\x00a" + b"\xff" * 64),
+        "unpickling",
+    ),
     (
         "bundle-missing-key",
         "pt.yaml",

@@ -106,3 +106,19 @@ def test_an_interpolation_an_override_cannot_resolve_is_named_by_the_override(co
     assert caught.value.where == override
     assert caught.value.problem.startswith("cannot resolve the interpolation: ") and problem in caught.value.problem
     assert "full_key" not in caught.value.problem
+
+
+@pytest.mark.parametrize("in_file", [None, 1.0])
+def test_tilde_removes_a_field_whose_default_is_null_whatever_the_file_holds(tmp_path: Path, in_file):
+    config = tiny_train_config()
+    config["global_training"]["gradient_clip"] = in_file
+    config_file = write_yaml(tmp_path / "configs" / "train.yaml", config)
+    overrides = parse_overrides(["~global_training.gradient_clip", "~global_training.max_tokens_per_pass"])
+    assert canonical_config(compose_config(config_file, overrides.all)).global_training.gradient_clip is None
+    assert overrides.combinations == [overrides.all]
+
+
+def test_tilde_on_a_field_that_is_not_there_names_the_override(config_file: Path):
+    with pytest.raises(UserError, match="there is no field global_training.gradient_clipp to remove") as caught:
+        compose_config(config_file, parse_overrides(["~global_training.gradient_clipp"]).all)
+    assert caught.value.where == "~global_training.gradient_clipp"

@@ -331,6 +331,25 @@ VALIDATION_ROWS = [
         "choose one of 'epoch', 'batch'",
     ),
     row(
+        "choice-of-another-type",
+        {"global_training.scheduler_step_on": 1},
+        "global_training.scheduler_step_on",
+        "expected a string, got 1; choose one of 'epoch', 'batch'",
+    ),
+    row(
+        "choice-in-other-letter-case",
+        {"global_training.autocast": "BF16"},
+        "global_training.autocast",
+        "(did you mean 'bf16'?)",
+    ),
+    row(
+        "choice-refusal-lists-the-other-spellings",
+        {"global_training.autocast": "fp33"},
+        "global_training.autocast",
+        "(also accepted: 'bfloat16' for 'bf16', 'float16' for 'fp16', 'fp32' for null, 'float32' for null, "
+        "'none' for null)",
+    ),
+    row(
         "choice-data-parallelism",
         {"global_training.data_parallelism": "zero"},
         "global_training.data_parallelism",
@@ -934,7 +953,7 @@ VALIDATION_ROWS = [
         "optimizer-without-name",
         {"global_training.optimizer": {"weight_decay": 0.1}},
         "global_training.optimizer.name",
-        "required: the torch optimizer class",
+        "(this block gives only weight_decay and replaces the default whole)",
     ),
     row(
         "optimizer-lr",
@@ -947,6 +966,72 @@ VALIDATION_ROWS = [
         {"global_training.optimizer": {"name": "AdamW", "weight_decai": 0.1}},
         "global_training.optimizer.weight_decai",
         "did you mean 'weight_decay'?",
+    ),
+    row(
+        "optimizer-value-torch-refuses",
+        {"global_training.optimizer": {"name": "AdamW", "eps": -1, "weight_decay": 0.1}},
+        "global_training.optimizer.eps",
+        "torch refuses AdamW(eps=-1, weight_decay=0.1): Invalid epsilon value",
+    ),
+    row(
+        "optimizer-beta-out-of-range",
+        {"global_training.optimizer": {"name": "Adam", "betas": [0.9, 1.5]}},
+        "global_training.optimizer.betas",
+        "Invalid beta parameter at index 1",
+    ),
+    row(
+        "optimizer-betas-not-a-pair",
+        {"global_training.optimizer": {"name": "Adam", "betas": 0.9}},
+        "global_training.optimizer.betas",
+        "Adam takes a list of 2 numbers, got 0.9",
+    ),
+    row(
+        "optimizer-number-as-text",
+        {"global_training.optimizer": {"name": "AdamW", "weight_decay": "abc"}},
+        "global_training.optimizer.weight_decay",
+        "AdamW takes a number, got 'abc'",
+    ),
+    row(
+        "optimizer-boolean-as-text",
+        {"global_training.optimizer": {"name": "AdamW", "amsgrad": "no"}},
+        "global_training.optimizer.amsgrad",
+        "AdamW takes true or false, got 'no'",
+    ),
+    row(
+        "optimizer-optional-boolean-as-text",
+        {"global_training.optimizer": {"name": "AdamW", "fused": "yes"}},
+        "global_training.optimizer.fused",
+        "true or false (or null), got 'yes'",
+    ),
+    row(
+        "optimizer-arguments-that-exclude-each-other",
+        {"global_training.optimizer": {"name": "AdamW", "fused": True, "foreach": True}},
+        "global_training.optimizer",
+        "cannot be `True` together",
+    ),
+    row(
+        "optimizer-nesterov-without-momentum",
+        {"global_training.optimizer": {"name": "SGD", "nesterov": True}},
+        "global_training.optimizer.nesterov",
+        "Nesterov momentum requires a momentum",
+    ),
+    row(
+        "optimizer-capturable-on-cpu",
+        {"global_training.optimizer": {"name": "AdamW", "capturable": True}},
+        "global_training.optimizer.capturable",
+        "must be on supported devices",
+    ),
+    row(
+        "scheduler-integer-as-float",
+        {"global_training.scheduler": {"name": "StepLR", "step_size": 1.5}},
+        "global_training.scheduler.step_size",
+        "StepLR takes an integer, got 1.5",
+    ),
+    row(
+        "scheduler-value-torch-refuses",
+        {"global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.1, "anneal_strategy": "lin"}},
+        "global_training.scheduler.anneal_strategy",
+        "anneal_strategy must be one of 'cos' or 'linear'",
     ),
     row(
         "scheduler-unknown-name",
@@ -1410,6 +1495,12 @@ CLI_ROWS = [
         "global_training.optimizer.lr",
         "sequifier sets it from global_training.learning_rate",
         id="cli-optimizer-lr",
+    ),
+    pytest.param(
+        {"global_training.optimizer": {"name": "AdamW", "betas": [0.9, 1.5]}},
+        "global_training.optimizer.betas",
+        "torch refuses AdamW(betas=[0.9, 1.5])",
+        id="cli-optimizer-value",
     ),
     pytest.param(
         {"dataset.loss_weights": {"event": 0.0, "amount": 0.0}},

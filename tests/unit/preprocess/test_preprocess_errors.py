@@ -191,6 +191,28 @@ CASES = [
     ("empty csv file", CSV_INPUT, {CSV: ""}, None, "{root}/" + CSV, "empty"),
     ("csv header only", CSV_INPUT, {CSV: "sequenceId,itemPosition,event,amount\n"}, None, "{root}/" + CSV, "no rows"),
     (
+        "csv row over the reader's block",
+        CSV_INPUT,
+        {
+            CSV: "sequenceId,itemPosition,event,amount\n"
+            + "".join(f"0,{i},a,1.0\n" for i in range(10))
+            + "0,10,"
+            + "b" * (5 << 20)
+            + ",1.0\n"
+        },
+        None,
+        "{root}/" + CSV,
+        "holds a row longer than the csv reader's 1 MiB blocks allow; convert the file to parquet",
+    ),
+    (
+        "csv first row over the inferred head",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event,amount\n0,0," + "b" * (9 << 20) + ",1.0\n0,1,a,1.0\n"},
+        None,
+        "{root}/" + CSV,
+        "holds a row longer than the csv reader's 8 MiB blocks allow",
+    ),
+    (
         "csv non-integer position",
         CSV_INPUT,
         {CSV: with_column(good_table(), "itemPosition", [0, 1, 2, 3.5] + list(range(4, 36)))},

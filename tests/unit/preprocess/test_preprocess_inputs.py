@@ -263,3 +263,34 @@ def test_csv_type_conflict_after_the_inferred_head_names_column_and_file(tmp_pat
         preprocess(tmp_path, monkeypatch, "data/codes.csv", selected_columns=["code"], window_length=2)
     assert error.value.where == "code"
     assert str(tmp_path / "data" / "codes.csv") in error.value.problem
+
+
+@pytest.mark.parametrize("declared", [True, False])
+def test_an_empty_csv_field_is_a_missing_value_like_a_parquet_null(tmp_path, monkeypatch, declared: bool):
+    kinds = ["a", None, "b", "a", None, "b", "c", "a"]
+    table = pa.table({"sequenceId": [0] * 4 + [1] * 4, "itemPosition": [0, 1, 2, 3] * 2, "kind": kinds})
+    (tmp_path / "data").mkdir()
+    pq.write_table(table, tmp_path / "data" / "kinds.parquet")
+    (tmp_path / "data" / "kinds.csv").write_text(
+        "sequenceId,itemPosition,kind\n" + "".join(f"{i // 4},{i % 4},{k or ''}\n" for i, k in enumerate(kinds))
+    )
+    typing = {"categorical_columns": ["kind"], "real_columns": []} if declared else {}
+    outputs = {}
+    for suffix in ("parquet", "csv"):
+        metadata = preprocess(
+            tmp_path / suffix,
+            monkeypatch,
+            str(tmp_path / "data" / f"kinds.{suffix}"),
+            read_format=suffix,
+            selected_columns=["kind"],
+            window_length=4,
+            split_ratios=[1.0],
+            **typing,
+        )
+        outputs[suffix] = (
+            metadata["id_maps"],
+            load_sorted_split(tmp_path / suffix / metadata["split_paths"][0], ["kind"], ["kind"]),
+        )
+    assert "" not in outputs["csv"][0]["kind"]
+    assert outputs["csv"][0] == outputs["parquet"][0]
+    assert_same_windows(outputs["csv"][1], outputs["parquet"][1])

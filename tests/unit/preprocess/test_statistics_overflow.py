@@ -52,3 +52,18 @@ def test_finite_moments_of_large_values_are_kept():
     merged = Moments.of(values[:1]).merged(Moments.of(values[1:]))
     statistics = statistics_of("amount", merged)
     assert statistics == pytest.approx({"mean": 2e150, "std": 1e150})
+
+
+@pytest.mark.parametrize("scale, warned", [(1e-300, True), (1e-12, True), (1.0, False)])
+def test_values_too_close_for_the_normalization_epsilon_are_warned_about(scale, warned, tmp_path, capsys):
+    amounts = np.linspace(1.0, 2.0, 40) * scale
+    run_preprocess(load_preprocess_config(_project(tmp_path, amounts)))
+    said = [line for line in capsys.readouterr().err.splitlines() if "warning: amount:" in line]
+    assert bool(said) == warned, said
+    if warned:
+        assert "squeezes them toward 0" in said[0] and "normalize_real_columns: false" in said[0]
+
+
+def test_the_warning_spares_a_column_of_one_value(tmp_path, capsys):
+    run_preprocess(load_preprocess_config(_project(tmp_path, np.full(40, 3e-300))))
+    assert "warning: amount:" not in capsys.readouterr().err
