@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import LAYER_DTYPES, LAYER_TYPES, TrainConfig
+from sequifier.config.schema import LAYER_DTYPES, LAYER_TYPES, GlobalTrainingConfig, TrainConfig
 from sequifier.config.typed import ProblemList
 
 POSITIVE_INTEGERS = (
@@ -105,7 +106,12 @@ def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemLi
     names = OPTIMIZERS if kind == "optimizer" else SCHEDULERS
     name = call.get("name")
     if name is None:
-        given = f" (this block gives only {', '.join(map(str, call))} and replaces the default whole)" if call else ""
+        default = next(f for f in dataclasses.fields(GlobalTrainingConfig) if f.name == kind).default_factory()
+        spelled = " ".join(f"+{where}.{key}={value}" for key, value in default.items() if key not in call)
+        given = (
+            f"; this block holds only {', '.join(map(str, call))}, and a block replaces the default whole: "
+            f"to keep the default add {spelled}"
+        )
         problems.add(f"{where}.name", f"required: the torch {kind} class, one of {', '.join(names)}{given}")
     elif name not in names:
         problems.add(

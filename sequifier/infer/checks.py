@@ -154,6 +154,14 @@ def check_probability_columns(config: InferConfig, contract: dict[str, Any], mod
             continue
         names = class_column_names(column, contract["special_token_ids"], np.asarray(contract["class_ids"][target]))
         clashes = sorted(set(names) & set(ROW_IDENTIFIERS))
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise UserError(
+                "output_probabilities",
+                f"target {target!r} of {model_file.name} names two classes {repeated[0]!r} (a value spelled like the "
+                "name of an unused id), so one probabilities column would overwrite the other; set "
+                "decode_categories: false (columns named by class id) or output_probabilities: false",
+            )
         if clashes:
             raise UserError(
                 "output_probabilities",

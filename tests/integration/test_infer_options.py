@@ -178,7 +178,7 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
         os.chdir(cwd)
 
 
-def test_a_class_value_named_like_an_identifier_column_is_refused_unless_classes_are_written_as_ids(project: Path):
+def test_class_values_that_would_overwrite_a_probabilities_column_are_refused_unless_written_as_ids(project: Path):
     import onnx
 
     from sequifier.export.contract import CONTRACT_KEY
@@ -197,3 +197,9 @@ def test_a_class_value_named_like_an_identifier_column_is_refused_unless_classes
     predicted = outputs(project, "predictions", "clash-last-1.onnx")
     assert shares.column("itemPosition").equals(predicted.column("itemPosition"))
     assert str(id_map["itemPosition"]) in shares.column_names
+    unused = id_map.pop("e04")
+    id_map[f"[unused {unused}]"] = id_map.pop("itemPosition")
+    prop.value = json.dumps(contract)
+    onnx.save(model, str(project / "models" / "clash-last-1.onnx"))
+    with pytest.raises(UserError, match=rf"names two classes '\[unused {unused}\]'"):
+        infer(project, "clash-last-1.onnx", output_probabilities=True)

@@ -953,7 +953,8 @@ VALIDATION_ROWS = [
         "optimizer-without-name",
         {"global_training.optimizer": {"weight_decay": 0.1}},
         "global_training.optimizer.name",
-        "(this block gives only weight_decay and replaces the default whole)",
+        "this block holds only weight_decay, and a block replaces the default whole: "
+        "to keep the default add +global_training.optimizer.name=Adam",
     ),
     row(
         "optimizer-lr",
