@@ -56,8 +56,16 @@ def sweep_model_name(model_name: str, override_dirname: str) -> str:
     pairs = [item.split("=", 1) for item in override_dirname.split(",")]
     last_names = [key.lstrip("+~").split(".")[-1] for key, _ in pairs]
     unique = len(set(last_names)) == len(last_names)
-    parts = [f"{short if unique else key.lstrip('+~')}={value}" for (key, value), short in zip(pairs, last_names)]
-    return (model_name + "-" + "-".join(parts)).replace("/", "_")
+    parts = [
+        f"{(short if unique else key.lstrip('+~')).replace('/', '_')}={_as_file_name(value)}"
+        for (key, value), short in zip(pairs, last_names)
+    ]
+    return model_name + "-" + "-".join(parts)
+
+
+def _as_file_name(value: str) -> str:
+    """A swept value as part of a file name, percent-encoded so that two values never give one name."""
+    return value.replace("%", "%25").replace("/", "%2F").replace("\\", "%5C")
 
 
 def write_result(job: HydraJob, result: dict[str, Any]) -> None:

@@ -62,7 +62,11 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as error:
-        raise UserError("command line", str(error).splitlines()[0]) from None
+        raise UserError(
+            "command line",
+            f"{str(error).splitlines()[0]} (a value with spaces or characters other than letters, digits and "
+            """_-+./:@ needs quotes around it: key='value')""",
+        ) from None
     except RecursionError:
         raise UserError("command line", "an override's value nests too deeply to parse") from None
     for override in parsed:

@@ -12,7 +12,7 @@ import copy
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
 from sequifier.config.files import read_yaml_mapping
 
 KEY = "additional_config_paths"
@@ -69,7 +69,9 @@ def compose_file(entry: Path) -> dict[str, Any]:
         included[fragment] = raw
         if not fragment.is_file():
             raise UserError(
-                KEY, f"fragment {raw!r} does not exist at {fragment} (paths resolve against project_root {root})"
+                KEY,
+                f"fragment {raw!r} {absent_file(fragment)} at {fragment} (paths resolve against project_root {root}; "
+                "a fragment is a YAML file)",
             )
         addition = read_yaml_mapping(fragment, resolve=False)
         refuse_code(addition, fragment)

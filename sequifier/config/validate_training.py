@@ -171,6 +171,7 @@ def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> Non
             problems.add(f"{path}.epochs", f"must be at least 1, got {phase.epochs}")
         if not phase.sources:
             problems.add(f"{path}.sources", "at least one source is required")
+        _check_overlaps([s.source for s in phase.sources], f"{path}.sources", problems)
         for j, source in enumerate(phase.sources):
             check_source(config, source.source, f"{path}.sources[{j}].source", problems)
             if source.batches_per_selection < 1:
@@ -183,6 +184,20 @@ def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> Non
     _check_evaluation(config, problems)
 
 
+def _check_overlaps(sources: list[str], where: str, problems: ProblemList) -> None:
+    """A source listed twice, or a dataset next to one of its parts, would be read twice per epoch."""
+    for j, source in enumerate(sources):
+        for earlier in sources[:j]:
+            if source == earlier:
+                problems.add(f"{where}[{j}].source", f"{source!r} is listed more than once")
+            elif source.startswith(earlier + ".") or earlier.startswith(source + "."):
+                problems.add(
+                    f"{where}[{j}].source",
+                    f"{source!r} and {earlier!r} overlap (a dataset stands for all its parts), so the part would be "
+                    "read twice; list the dataset or its parts",
+                )
+
+
 def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
     training = config.global_training
     evaluation = config.evaluation
@@ -193,10 +208,9 @@ def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
     if not evaluation.sources:
         problems.add("evaluation.sources", "at least one source is required (or set evaluation: false)")
     sources = [s.source for s in evaluation.sources]
+    _check_overlaps(sources, "evaluation.sources", problems)
     for j, source in enumerate(sources):
         check_source(config, source, f"evaluation.sources[{j}].source", problems)
-        if sources.count(source) > 1:
-            problems.add(f"evaluation.sources[{j}].source", f"{source!r} is listed more than once")
     validation_based = (
         config.export_onnx
         or config.export_pt

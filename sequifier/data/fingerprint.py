@@ -2,8 +2,9 @@
 
 Preprocess records it in the key-value metadata of each merged Parquet split; training and infer compare it with
 the metadata they are given, so that a split of another preprocess run is refused instead of read with the wrong
-meanings. Splits without it (CSV, shards, earlier releases) are read as before; a shard folder carries its whole
-metadata.json, which infer checks against the model.
+meanings. Next to it a split records one digest per column (its id map, or its statistics when normalized), which
+infer compares with the model's contract. Splits without them (CSV, shards, earlier releases) are read as before; a
+shard folder carries its whole metadata.json, which infer checks against the model.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from sequifier.config.errors import UserError
 from sequifier.data.metadata import DatasetMetadata
 
 KEY = b"sequifier.meanings"
+COLUMNS_KEY = b"sequifier.column_meanings"
 
 
 def meanings_fingerprint(metadata: DatasetMetadata) -> str:
@@ -30,8 +32,25 @@ def meanings_fingerprint(metadata: DatasetMetadata) -> str:
     return hashlib.sha256(json.dumps(meanings, sort_keys=True).encode("utf-8")).hexdigest()
 
 
-def split_fingerprint(path: Path) -> str | None:
-    """The fingerprint a merged Parquet split was written with; None for other files and splits without one."""
+def column_meaning(id_map: dict | None, statistics: dict | None) -> str:
+    """SHA-256 of what one column's stored values mean: its id map (categorical) or its statistics (normalized real)."""
+    meaning = {"id_map": id_map, "statistics": statistics}
+    return hashlib.sha256(json.dumps(meaning, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
+    """The key-value metadata a merged Parquet split carries: the whole fingerprint and one digest per column."""
+    written = json.loads(json.dumps(metadata.to_json_dict()))
+    statistics = written["selected_columns_statistics"] if written["normalize_real_columns"] else {}
+    columns = {
+        name: column_meaning(written["id_maps"].get(name), None if name in written["id_maps"] else statistics.get(name))
+        for name in written["column_data_types"]
+    }
+    return {KEY: meanings_fingerprint(metadata).encode("utf-8"), COLUMNS_KEY: json.dumps(columns).encode("utf-8")}
+
+
+def _recorded(path: Path, key: bytes) -> str | None:
+    """The value of `key` a merged Parquet split was written with; None for other files and splits without it."""
     path = Path(path)
     if path.suffix != ".parquet" or not path.is_file():
         return None
@@ -39,10 +58,24 @@ def split_fingerprint(path: Path) -> str | None:
     import pyarrow.parquet as pq
 
     try:
-        value = (pq.read_schema(path).metadata or {}).get(KEY)
+        value = (pq.read_schema(path).metadata or {}).get(key)
     except (pa.ArrowException, OSError):
         return None  # loading the split reports what is wrong with the file
     return value.decode("utf-8", "replace") if value else None
+
+
+def split_fingerprint(path: Path) -> str | None:
+    return _recorded(path, KEY)
+
+
+def split_column_meanings(path: Path) -> dict[str, str] | None:
+    """Column -> digest (column_meaning) of a merged Parquet split; None where it records none."""
+    text = _recorded(path, COLUMNS_KEY)
+    try:
+        columns = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return columns if isinstance(columns, dict) else None
 
 
 def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: Path) -> None:

@@ -10,6 +10,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
 from sequifier.data.column_names import ROW_IDENTIFIERS
+from sequifier.data.fingerprint import column_meaning, split_column_meanings
 from sequifier.data.metadata import DatasetMetadata
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.codec import class_column_names
@@ -231,6 +232,24 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
                         f"column {column!r} is encoded differently"
                     ),
                 )
+
+
+def check_split_meanings(data_path: Path, contract: dict[str, Any], model_file: Path) -> None:
+    """A merged Parquet split that records its columns' meanings must give the model's columns the model's meanings."""
+    recorded = split_column_meanings(data_path)
+    if recorded is None:
+        return
+    for name, column in contract["columns"].items():
+        categorical = column["kind"] == "categorical"
+        digest = column_meaning(column.get("id_map") if categorical else None, column.get("statistics"))
+        if name in recorded and recorded[name] != digest:
+            what = "categories" if categorical else "normalization statistics"
+            raise UserError(
+                str(data_path),
+                f"was written by a preprocess run whose {what} of {name!r} differ from those {model_file.name} was "
+                "trained with, so the model would read other values; preprocess the data with metadata_config_path "
+                "set to the training data's metadata, or use a split of the training run",
+            )
 
 
 def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[str, Any], model_file: Path) -> None:

@@ -214,6 +214,7 @@ def run_inference(
             checks.check_train_values(sources.route.expected, contract, model_file, sources.route.source)
         for metadata, path in described:
             checks.check_metadata(metadata, path, contract, model_file)
+        checks.check_split_meanings(sources.data_path, contract, model_file)
     started = time.perf_counter()
     stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
     for model_file, contract in contracts:

@@ -12,7 +12,6 @@ import pyarrow as pa
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
-from sequifier.data.fingerprint import KEY as FINGERPRINT_KEY
 from sequifier.data.folder_metadata import FOLDER_METADATA
 from sequifier.data.pt_shards import pt_payload
 from sequifier.data.stored_tables import stored_schema, windows_to_table
@@ -31,7 +30,7 @@ class OutputForm:
     column_types: dict[str, str]
     window_length: int
     windows_per_shard: Optional[int] = None  # depth layouts: shards of at most this many windows (3.x's naming)
-    fingerprint: Optional[str] = None  # the meanings of the metadata, recorded in merged Parquet splits
+    recorded_meanings: Optional[dict[bytes, bytes]] = None  # key-value metadata of merged Parquet splits
 
     def split_name(self, split: int) -> str:
         base = f"{self.data_name}-split{split}"
@@ -118,8 +117,8 @@ class MergedSplitWriter:
         self.path = form.stage / form.split_name(split)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         schema = stored_schema(form.window_length)
-        if form.fingerprint is not None and form.write_format == "parquet":
-            schema = schema.with_metadata({FINGERPRINT_KEY: form.fingerprint.encode("utf-8")})
+        if form.recorded_meanings is not None and form.write_format == "parquet":
+            schema = schema.with_metadata(form.recorded_meanings)
         self.samples = 0
         if form.write_format == "csv":
             self.writer = pv.CSVWriter(str(self.path), schema)

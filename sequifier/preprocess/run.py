@@ -12,7 +12,7 @@ import pyarrow as pa
 
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.preprocess import PreprocessConfig
-from sequifier.data.fingerprint import meanings_fingerprint
+from sequifier.data.fingerprint import recorded_meanings
 from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
@@ -240,7 +240,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     meanings = _meanings(config, columns, fitted_values, reused)
     codes = {name: codes_for(name, scanned.values[name], meaning) for name, meaning in meanings.items()}
     metadata = _metadata(config, form, columns, meanings, statistics, normalize, seed)
-    form = replace(form, fingerprint=meanings_fingerprint(metadata))
+    form = replace(form, recorded_meanings=recorded_meanings(metadata))
     shared = replace(shared, statistics=statistics, codes=codes, output=form)
     entries = _write(shared, groups, config)
     moves = []

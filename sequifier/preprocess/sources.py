@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
@@ -22,6 +21,8 @@ CSV_BLOCK_BYTES = 1 << 20
 # Leading bytes of a CSV file its column types are inferred from.
 CSV_INFER_BYTES = 8 << 20
 _CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+# Only an empty field (or "") is a missing value, in every column: words such as NA or null are data, as in Parquet.
+_CSV_MISSING = {"null_values": [""], "strings_can_be_null": True}
 _LONG_ROW = (
     "holds a row longer than the csv reader's {} MiB blocks allow; convert the file to parquet, which has no such limit"
 )
@@ -91,6 +92,19 @@ def input_files(config: PreprocessConfig) -> list[Path]:
     files = sorted(
         p for p in path.iterdir() if p.is_file() and p.suffix.lower() in suffixes and not p.name.startswith(".")
     )
+    nested = sorted(
+        p
+        for p in path.rglob("*")
+        if p.is_file() and p.suffix.lower() in suffixes and p.parent != path
+        and not any(part.startswith(".") for part in p.relative_to(path).parts)
+    )  # fmt: skip
+    if nested:
+        raise UserError(
+            str(path),
+            f"its subfolder {nested[0].parent.relative_to(path)} holds {config.read_format} files, which preprocess "
+            "would not read: it reads the files directly in the input folder (partition folders such as year=2020/ "
+            "are not read); move them up, or point preprocessing_data_path at the subfolder",
+        )
     if not files:
         raise UserError(str(path), f"the input folder holds no {config.read_format} files")
     return files
@@ -125,9 +139,17 @@ def _csv_schema(path: Path) -> pa.Schema:
             f"is {compression}-compressed; csv inputs must be plain text: decompress it, or convert it to parquet",
         )
     try:
-        table = pv.read_csv(pa.py_buffer(head), read_options=pv.ReadOptions(use_threads=False))
+        table = pv.read_csv(
+            pa.py_buffer(head),
+            read_options=pv.ReadOptions(use_threads=False),
+            convert_options=pv.ConvertOptions(**_CSV_MISSING),
+        )
     except pa.ArrowInvalid:  # e.g. a quoted field with line breaks cut at the end of the head
-        reader = pv.open_csv(path, read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES))
+        reader = pv.open_csv(
+            path,
+            read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+            convert_options=pv.ConvertOptions(**_CSV_MISSING),
+        )
         schema = reader.schema
         reader.close()
         return schema
@@ -193,9 +215,21 @@ def _declared_text(schema: pa.Schema, categorical: Sequence[str]) -> pa.Schema:
     return pa.schema([pa.field(f.name, pa.string()) if f.name in categorical else f for f in schema])
 
 
-def _cast(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
-    arrays = [batch.column(f.name) for f in schema]
-    arrays = [a if a.type == f.type else a.cast(f.type) for a, f in zip(arrays, schema)]
+def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path) -> pa.RecordBatch:
+    """The batch's columns in the type the files of the input share; a value that type cannot hold is refused."""
+    arrays = []
+    for field in schema:
+        array = batch.column(field.name)
+        if array.type != field.type:
+            try:
+                array = array.cast(field.type)
+            except pa.ArrowInvalid as error:
+                raise UserError(
+                    field.name,
+                    f"is {array.type} in {path} but {field.type} across the input's files, and a value of it does "
+                    f"not convert ({' '.join(str(error).split())[:200]}); give the column one type in every file",
+                ) from None
+        arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
@@ -232,22 +266,12 @@ def _file_batches(
             reader = pv.open_csv(
                 handle,
                 read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-                convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types),
+                convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types, **_CSV_MISSING),
             )
             for batch in reader:
-                yield _empty_text_as_missing(batch), handle.tell()
+                yield batch, handle.tell()
         except pa.ArrowInvalid as error:
             raise _csv_problem(path, error, header) from None
-
-
-def _empty_text_as_missing(batch: pa.RecordBatch) -> pa.RecordBatch:
-    """An empty csv field is a missing value in text columns too, as it is in numeric ones and as a Parquet null."""
-    arrays = []
-    for array in batch.columns:
-        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
-            array = pc.if_else(pc.equal(array, ""), pa.scalar(None, array.type), array)
-        arrays.append(array)
-    return pa.RecordBatch.from_arrays(arrays, schema=batch.schema)
 
 
 def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]:
@@ -263,7 +287,7 @@ def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]
             rows_seen += batch.num_rows
             if batch.num_rows:
                 units = rows_seen if by_rows else bytes_before + file_bytes
-                yield Batch(path, first_row, _cast(batch, schema), units)
+                yield Batch(path, first_row, _cast(batch, schema, path), units)
             first_row += batch.num_rows
             if source.max_rows is not None and rows_seen >= source.max_rows:
                 return

@@ -1,9 +1,12 @@
-"""A training run's claim on its outputs: models/, logs/<model>/ and checkpoints/<model>/ take files, and no other
-process trains the same model name of the project at the same time.
+"""A training run's claim on its outputs: models/, logs/<model>/ and checkpoints/<model>/ take files, no other
+process trains the same model name of the project at the same time, and no other model name's run wrote the logs
+folders (and so the model files) of its artifact names.
 
-Both are settled before any data is loaded, so a run that could not keep its results never starts. The claim is
+All are settled before any data is loaded, so a run that could not keep its results never starts. The claim is
 an exclusive lock (flock) on the checkpoint folder, held for the run and released by the kernel however the
 process ends: a killed run leaves no stale claim. Where the file system has no such locks, the run goes on unlocked.
+Each logs folder records the model name whose run writes it (OWNER_FILE): a multi-dataset run's artifacts are
+named `<model>-<dataset>`, which a single-dataset model of that name would otherwise overwrite.
 """
 
 from __future__ import annotations
@@ -16,12 +19,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from sequifier.atomic import temp_path_for
+from sequifier.atomic import temp_path_for, write_text_atomic
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.resolve import RunSpec
 from sequifier.training.checkpoint import checkpoint_dir
 
 logger = logging.getLogger("sequifier")
+OWNER_FILE = ".model_name"
 
 
 def output_folders(spec: RunSpec) -> tuple[Path, ...]:
@@ -66,6 +70,26 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
             ) from None
         except OSError as error:  # a file system without these locks (flock as NFS emulates it may refuse)
             logger.debug("no lock on %s: %s", folders[-1], error.strerror)
+        _own_logs_folders(spec)
         yield
     finally:
         os.close(descriptor)
+
+
+def _own_logs_folders(spec: RunSpec) -> None:
+    """Record this run's model name in its logs folders, refusing one that another model name's run recorded."""
+    folders = dict.fromkeys([spec.logs_dir, *(spec.dataset_view(d).logs_dir for d in spec.config.dataset_training)])
+    for folder in folders:
+        owner_file = folder / OWNER_FILE
+        owner = owner_file.read_text(encoding="utf-8", errors="replace").strip() if owner_file.is_file() else None
+        if owner is not None and owner != spec.model_name:
+            raise UserError(
+                "model_name",
+                f"{folder} holds the logs and names the models of the run of model {owner!r} (a multi-dataset run "
+                f"names its datasets' artifacts <model>-<dataset>), which this run of {spec.model_name!r} would "
+                "overwrite; choose another model_name",
+            )
+    for folder in folders:
+        if not (folder / OWNER_FILE).is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            write_text_atomic(folder / OWNER_FILE, spec.model_name + "\n")

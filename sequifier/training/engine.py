@@ -33,7 +33,7 @@ from sequifier.training.claim import claimed_outputs
 from sequifier.training.curves import draw_run_curves
 from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals
-from sequifier.training.freezing import frozen_parameters
+from sequifier.training.freezing import frozen_parameters, refuse_datasets_that_train_nothing
 from sequifier.training.heap import keep_freed_memory
 from sequifier.training.live import EpochProgress, Throughput
 from sequifier.training.losses import dataset_losses
@@ -71,6 +71,8 @@ class Trainer:
         self.network: SequifierNetwork = timed("model build")(build_network)(spec.network).to(self.device)
         self.runtime = timed("model build")(TrainingRuntime)(self.network, self.training, self.device)
         self.float16 = any(parameter.dtype == torch.float16 for parameter in self.network.parameters())
+        self.frozen = frozen_parameters(self.network, config)
+        refuse_datasets_that_train_nothing(self.network, config, self.frozen)
         self.parts = timed("data loading")(load_parts)(spec, ranks)
         timed("data loading")(fit_priors)(self.network, self.parts, ranks)
         model = training_module(self.network, self.training, ranks, self.device)
@@ -90,7 +92,6 @@ class Trainer:
             list(self.network.parameters()), self.training, phase_epochs, phase_steps
         )
         self.monitor = Monitor(config)
-        self.frozen = frozen_parameters(self.network, config)
         self.progress = RunProgress()
         self.pending: list[str] = []  # datasets of the microbatches in the open accumulation window
         self.best_state: dict[str, torch.Tensor] | None = None

@@ -15,6 +15,7 @@ from typing import Callable
 
 from torch import nn
 
+from sequifier.config.errors import UserError
 from sequifier.config.schema import FreezeNode, IngestionConfig, TrainConfig
 from sequifier.model.network import SequifierNetwork
 from sequifier.model.parameters import matches, parameter_groups
@@ -70,3 +71,19 @@ def frozen_parameters(network: SequifierNetwork, config: TrainConfig) -> dict[st
             | _frozen_in(modules.decoder, _decision(freeze.decoder, _never))
         )
     return result
+
+
+def refuse_datasets_that_train_nothing(
+    network: SequifierNetwork, config: TrainConfig, frozen: dict[str, set[int]]
+) -> None:
+    """A dataset that training_plan trains must leave some of the parameters it uses free to change."""
+    trained = {s.source.partition(".")[0] for phase in config.training_plan.phases for s in phase.sources}
+    for name in sorted(trained):
+        interface = network.interfaces[config.dataset_training[name].model_interface]
+        used = [*network.backbone.parameters(), *interface.parameters()]
+        if used and all(id(parameter) in frozen[name] for parameter in used):
+            raise UserError(
+                f"dataset_training.{name}.freeze",
+                "freezes every parameter this dataset trains, so its batches would change nothing; leave some group "
+                "free, or leave the dataset out of training_plan's sources (evaluation may still use it)",
+            )

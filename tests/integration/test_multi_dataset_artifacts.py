@@ -73,3 +73,11 @@ def test_each_dataset_has_its_onnx_and_logs_and_one_bundle_serves_both_interface
     assert result.returncode == 0, result.stderr
     table = pacsv.read_csv(reference_project / "outputs" / "predictions" / "multi-last-1" / "part-000.csv")
     assert table.column_names[4:] == ["event"]
+
+    onnx = reference_project / "models" / "multi-sess-last-1.onnx"
+    before = onnx.read_bytes()
+    write_yaml(reference_project / "configs" / "single.yaml", tiny_train_config(model_name="multi-sess"))
+    refused = run_sequifier(["train", "--config-path", "configs/single.yaml"], reference_project)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "holds the logs and names the models of the run of model 'multi'" in refused.stderr
+    assert onnx.read_bytes() == before

@@ -12,7 +12,12 @@ from infer_helpers import GENERATIVE, METADATA, export_all, infer
 from reference_helpers import REFERENCE_PARQUET, preprocess_reference
 
 from sequifier.config.errors import UserError
-from sequifier.data.fingerprint import check_same_meanings, meanings_fingerprint, split_fingerprint
+from sequifier.data.fingerprint import (
+    check_same_meanings,
+    meanings_fingerprint,
+    split_column_meanings,
+    split_fingerprint,
+)
 from sequifier.data.metadata import read_metadata
 
 
@@ -43,3 +48,15 @@ def test_a_split_of_another_preprocess_run_is_refused_by_infer(tmp_path, monkeyp
     export_all(tmp_path / "project")
     with pytest.raises(UserError, match="was written by a preprocess run whose categories or statistics differ"):
         infer(tmp_path / "project", GENERATIVE, data_path=split, metadata_config_path=str(METADATA))
+
+
+def test_without_metadata_infer_compares_the_splits_column_meanings_with_the_model(tmp_path, monkeypatch):
+    export_all(tmp_path / "project")
+    _preprocessed(tmp_path / "other", monkeypatch, scale=3.0)
+    other = tmp_path / "other" / "data" / "events-split2.parquet"
+    with pytest.raises(UserError, match="whose normalization statistics of 'amount' differ from those tiny-last-1"):
+        infer(tmp_path / "project", GENERATIVE, data_path=other)
+    preprocess_reference(tmp_path / "reused", monkeypatch, metadata_config_path=str(METADATA))
+    reused = tmp_path / "reused" / "data" / "events-split2.parquet"
+    assert split_column_meanings(reused) is not None
+    assert infer(tmp_path / "project", GENERATIVE, data_path=reused)

@@ -122,3 +122,9 @@ def test_tilde_on_a_field_that_is_not_there_names_the_override(config_file: Path
     with pytest.raises(UserError, match="there is no field global_training.gradient_clipp to remove") as caught:
         compose_config(config_file, parse_overrides(["~global_training.gradient_clipp"]).all)
     assert caught.value.where == "~global_training.gradient_clipp"
+
+
+def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
+    with pytest.raises(UserError, match="needs quotes around it: key='value'"):
+        parse_overrides(["model_name=модель✓"])
+    assert parse_overrides(["model_name='модель✓'"]).all == ["model_name='модель✓'"]

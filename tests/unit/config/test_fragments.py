@@ -101,7 +101,10 @@ def test_a_fragment_listed_twice_is_refused(project: Path):
 def test_a_missing_fragment_names_the_path(project: Path):
     data = tiny_train_config(additional_config_paths=["configs/absent.yaml"])
     entry = write_yaml(project / "configs" / "train.yaml", data)
-    with pytest.raises(UserError, match="configs/absent.yaml"):
+    with pytest.raises(UserError, match="fragment 'configs/absent.yaml' does not exist at"):
+        compose_file(entry)
+    write_yaml(entry, tiny_train_config(additional_config_paths=["configs"]))
+    with pytest.raises(UserError, match="fragment 'configs' is a folder, not a file at"):
         compose_file(entry)
 
 

@@ -558,6 +558,27 @@ VALIDATION_ROWS = [
         base="canonical",
     ),
     row(
+        "reference-training-source-twice",
+        {"training_plan.phases.0.sources": [{"source": "events.main"}, {"source": "events.main"}]},
+        "training_plan.phases[0].sources[1].source",
+        "'events.main' is listed more than once",
+        base="canonical",
+    ),
+    row(
+        "reference-training-dataset-and-its-part",
+        {"training_plan.phases.0.sources": [{"source": "events"}, {"source": "events.main"}]},
+        "training_plan.phases[0].sources[1].source",
+        "'events.main' and 'events' overlap (a dataset stands for all its parts)",
+        base="canonical",
+    ),
+    row(
+        "reference-evaluation-part-and-its-dataset",
+        {"evaluation.sources": [{"source": "events.main"}, {"source": "events"}]},
+        "evaluation.sources[1].source",
+        "'events' and 'events.main' overlap",
+        base="canonical",
+    ),
+    row(
         "reference-monitor-unknown",
         {"evaluation.monitor": {"source": "evnts"}},
         "evaluation.monitor.source",

@@ -240,6 +240,33 @@ CASES = [
         "one file per split",
     ),
     (
+        "folder whose files hold an id in types that do not convert",
+        FOLDER,
+        two_files(with_column(good_table(1, 3), "sequenceId", pa.array([2**63 + 5] * 12, pa.uint64()))),
+        None,
+        "sequenceId",
+        "but int64 across the input's files, and a value of it does not convert",
+    ),
+    (
+        "folder whose files hold a feature as int64 beyond 2**53 and as float64",
+        FOLDER,
+        {
+            f"{PARTS}/a.parquet": with_column(good_table(), "event", pa.array([2**53 + 1] * 36, pa.int64())),
+            f"{PARTS}/b.parquet": with_column(good_table(1, 3), "event", pa.array([1.0] * 12, pa.float64())),
+        },
+        None,
+        "event",
+        "is int64 in {root}/" + PARTS + "/a.parquet but double across the input's files",
+    ),
+    (
+        "folder with input files in a subfolder",
+        FOLDER,
+        {f"{PARTS}/a.parquet": good_table(), f"{PARTS}/year=2020/b.parquet": good_table(1, 3)},
+        None,
+        "{root}/" + PARTS,
+        "its subfolder year=2020 holds parquet files, which preprocess would not read",
+    ),
+    (
         "folder of mixed formats",
         FOLDER,
         {f"{PARTS}/a.parquet": good_table(), f"{PARTS}/b.csv": "sequenceId\n1\n"},

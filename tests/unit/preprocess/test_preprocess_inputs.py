@@ -139,23 +139,28 @@ def test_types_are_unified_across_files(tmp_path, monkeypatch):
     assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
 
 
-def test_a_declared_categorical_csv_column_keeps_values_that_would_parse_as_one_number(tmp_path, monkeypatch):
-    values = ["007", "7", "1.0", "1", "01", "true", "TRUE", "7"]
-    (tmp_path / "data").mkdir()
+def csv_code_values(root, monkeypatch, values: list[str], **typing) -> set[str]:
+    """The id map's raw values of a csv column `code` holding `values` (4 items per sequence)."""
+    (root / "data").mkdir()
     lines = ["sequenceId,itemPosition,code"] + [f"{i // 4},{i % 4},{v}" for i, v in enumerate(values)]
-    (tmp_path / "data" / "codes.csv").write_text("\n".join(lines) + "\n")
+    (root / "data" / "codes.csv").write_text("\n".join(lines) + "\n")
     metadata = preprocess(
-        tmp_path,
+        root,
         monkeypatch,
         "data/codes.csv",
         read_format="csv",
         selected_columns=["code"],
-        categorical_columns=["code"],
-        real_columns=[],
         window_length=2,
         split_ratios=[1.0],
+        **typing,
     )
-    assert set(metadata["id_maps"]["code"]) == {*values, "[unknown]", "[other]"}
+    return set(metadata["id_maps"]["code"])
+
+
+def test_a_declared_categorical_csv_column_keeps_values_that_would_parse_as_one_number(tmp_path, monkeypatch):
+    values = ["007", "7", "1.0", "1", "01", "true", "TRUE", "7"]
+    typing = {"categorical_columns": ["code"], "real_columns": []}
+    assert csv_code_values(tmp_path, monkeypatch, values, **typing) == {*values, "[unknown]", "[other]"}
 
 
 @pytest.mark.parametrize(
@@ -294,3 +299,8 @@ def test_an_empty_csv_field_is_a_missing_value_like_a_parquet_null(tmp_path, mon
     assert "" not in outputs["csv"][0]["kind"]
     assert outputs["csv"][0] == outputs["parquet"][0]
     assert_same_windows(outputs["csv"][1], outputs["parquet"][1])
+
+
+def test_words_for_missing_values_in_a_csv_are_data_as_in_parquet(tmp_path, monkeypatch):
+    codes = ["1", "NA", "2", "null", "1", "N/A", "nan", "2"]
+    assert csv_code_values(tmp_path, monkeypatch, codes) == {*codes, "[unknown]", "[other]"}

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import torch
 from conftest import tiny_train_config
 
 from sequifier.config.compose import canonical_config
+from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
 from sequifier.model.parameters import parameter_groups
 from sequifier.training.engine import Trainer
@@ -62,3 +64,12 @@ def test_branch_selectors_replace_the_inherited_decision(reference_project: Path
         before[f"{prefix}.branches.num.embeddings.amount.weight"],
         after[f"{prefix}.branches.num.embeddings.amount.weight"],
     )
+
+
+def test_a_dataset_that_freezes_every_parameter_it_trains_is_refused(reference_project: Path, tmp_path: Path):
+    everything = {scope: {"freezing_except": []} for scope in ("backbone", "ingestion", "adapter", "decoder")}
+    with pytest.raises(UserError, match="freezes every parameter this dataset trains") as refused:
+        train_with_freeze(everything, reference_project, tmp_path)
+    assert refused.value.where == "dataset_training.default.freeze"
+    before, after, _ = train_with_freeze({**everything, "decoder": {"freeze": []}}, reference_project, tmp_path)
+    assert any(not torch.equal(before[name], after[name]) for name in before if name.startswith("interfaces."))
