@@ -185,7 +185,9 @@ def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> Non
 
 
 def _check_overlaps(sources: list[str], where: str, problems: ProblemList) -> None:
-    """A source listed twice, or a dataset next to one of its parts, would be read twice per epoch."""
+    """A training source listed twice, or a dataset next to one of its parts, would be read twice per epoch.
+
+    Evaluation may list both: it reports each source's metrics."""
     for j, source in enumerate(sources):
         for earlier in sources[:j]:
             if source == earlier:
@@ -208,9 +210,10 @@ def _check_evaluation(config: TrainConfig, problems: ProblemList) -> None:
     if not evaluation.sources:
         problems.add("evaluation.sources", "at least one source is required (or set evaluation: false)")
     sources = [s.source for s in evaluation.sources]
-    _check_overlaps(sources, "evaluation.sources", problems)
     for j, source in enumerate(sources):
         check_source(config, source, f"evaluation.sources[{j}].source", problems)
+        if sources.count(source) > 1:
+            problems.add(f"evaluation.sources[{j}].source", f"{source!r} is listed more than once")
     validation_based = (
         config.export_onnx
         or config.export_pt

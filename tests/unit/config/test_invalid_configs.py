@@ -572,13 +572,6 @@ VALIDATION_ROWS = [
         base="canonical",
     ),
     row(
-        "reference-evaluation-part-and-its-dataset",
-        {"evaluation.sources": [{"source": "events.main"}, {"source": "events"}]},
-        "evaluation.sources[1].source",
-        "'events' and 'events.main' overlap",
-        base="canonical",
-    ),
-    row(
         "reference-monitor-unknown",
         {"evaluation.monitor": {"source": "evnts"}},
         "evaluation.monitor.source",
