@@ -7,6 +7,7 @@ stand-in parameter: torch checks most values only when it builds or steps the op
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import re
 import warnings
@@ -15,6 +16,7 @@ from typing import Any
 import torch
 
 from sequifier.config.errors import did_you_mean
+from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.config.typed import ProblemList
 from sequifier.training.optimization import OWNED_ARGUMENTS, build_optimizer, build_scheduler, torch_class
 
@@ -44,10 +46,20 @@ def check_arguments(device: str, learning_rate: float, calls: dict[str, dict | N
     for kind, call in calls.items():
         if call is not None:
             _check_names_and_types(kind, call, problems)
-    if len(problems.problems) == before:
+    if len(problems.problems) == before and not _defaults_only(calls):
         if device != "cpu":
             calls = {kind: _without_device_bound(call) for kind, call in calls.items()}
         _trial_step(learning_rate, calls, problems)
+
+
+def _defaults_only(calls: dict[str, dict | None]) -> bool:
+    """An optimizer without arguments and the default scheduler (or none) need no trial (which costs the process
+    torch._dynamo's import, 1-2 s, where a refused or distributed run would otherwise not load it)."""
+    default_scheduler = next(f for f in dataclasses.fields(GlobalTrainingConfig) if f.name == "scheduler")
+    scheduler = calls.get("scheduler")
+    return set(calls["optimizer"]) == {"name"} and (
+        scheduler is None or scheduler == default_scheduler.default_factory()
+    )
 
 
 def _without_device_bound(call: dict[str, Any] | None) -> dict[str, Any] | None:
