@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-fast install clean
+.PHONY: demo test test-all install clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,15 +25,16 @@ demo: $(STAMP)
 	cd demo && ../$(BIN)/sequifier infer --config-path configs/infer.yaml
 	$(BIN)/python -m sequifier.project.demo_report demo
 
+# Every feature has a test that `make test` runs; the tests marked `slow` are further variants of them.
 test: $(STAMP)
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -m "not slow"
 
-test-fast: $(STAMP)
+test-all: $(STAMP)
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q
 
 clean:
 	rm -rf $(VENV) demo outputs multirun

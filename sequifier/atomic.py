@@ -44,8 +44,11 @@ def remove_path(path: Path) -> None:
     """Remove a file or a folder tree, if it exists."""
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
+        return
+    try:
+        path.unlink()
+    except (FileNotFoundError, NotADirectoryError):  # a file where a folder of the path should be: nothing is there
+        pass
 
 
 def remove_stale_temps(path: Path) -> None:

@@ -249,7 +249,10 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
     if config.split_column is None:
         problems.add("split_column", "value_cutoff needs the column whose values decide the split")
     if config.split_column in ID_COLUMNS:
-        problems.add("split_column", f"cannot be {config.split_column}")
+        problems.add(
+            "split_column",
+            f"cannot be {config.split_column}, which identifies items; split by another column (a copy of it works)",
+        )
     values = config.split_values
     if not values:
         problems.add("split_values", "value_cutoff needs the cutoffs, one fewer than the splits")

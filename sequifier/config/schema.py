@@ -416,6 +416,11 @@ class TrainConfig:
     export_with_dropout: bool = option(False, "export the ONNX graph in training mode so dropout stays active")
 
 
+def default_call(kind: str) -> dict[str, Any]:
+    """The schema's default `global_training.optimizer` or `global_training.scheduler` call."""
+    return _defaults_of(GlobalTrainingConfig)[kind]
+
+
 def hydra_defaults() -> dict[str, Any]:
     """Defaults of the sections Hydra may override without '+', derived from the schema.
 

@@ -50,7 +50,10 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
     if architecture.dim_model < 1:
         problems.add(f"{path}.dim_model", f"must be positive, got {architecture.dim_model}")
         return
-    if attention.n_heads < 1 or architecture.dim_model % attention.n_heads:
+    if attention.n_heads < 1:
+        problems.add(f"{where}.n_heads", f"must be at least 1, got {attention.n_heads}")
+        return
+    if architecture.dim_model % attention.n_heads:
         problems.add(f"{where}.n_heads", f"{attention.n_heads} does not divide dim_model {architecture.dim_model}")
         return
     kv = attention.n_kv_heads
@@ -137,6 +140,8 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
                     + did_you_mean(token, SPECIAL_TOKENS),
                 )
     decoder = interface.decoder
+    if context_length < 1:
+        return  # global_training.context_length is refused on its own; its bounds would only repeat that
     if not 1 <= decoder.prediction_length <= context_length:
         problems.add(
             f"{path}.decoder.prediction_length",

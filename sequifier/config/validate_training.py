@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import LAYER_DTYPES, LAYER_TYPES, GlobalTrainingConfig, TrainConfig
+from sequifier.config.schema import LAYER_DTYPES, LAYER_TYPES, TrainConfig, default_call
 from sequifier.config.typed import ProblemList
 
 POSITIVE_INTEGERS = (
@@ -106,7 +105,7 @@ def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemLi
     names = OPTIMIZERS if kind == "optimizer" else SCHEDULERS
     name = call.get("name")
     if name is None:
-        default = next(f for f in dataclasses.fields(GlobalTrainingConfig) if f.name == kind).default_factory()
+        default = default_call(kind)
         spelled = " ".join(f"+{where}.{key}={value}" for key, value in default.items() if key not in call)
         given = (
             f"; this block holds only {', '.join(map(str, call))}, and a block replaces the default whole: "

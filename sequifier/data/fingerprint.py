@@ -22,7 +22,15 @@ COLUMNS_KEY = b"sequifier.column_meanings"
 
 def meanings_fingerprint(metadata: DatasetMetadata) -> str:
     """SHA-256 of the column types, id maps, normalization statistics (when used) and depth layouts, as JSON."""
-    written = json.loads(json.dumps(metadata.to_json_dict()))
+    return _fingerprint(_as_written(metadata))
+
+
+def _as_written(metadata: DatasetMetadata) -> dict:
+    """The metadata as its JSON file holds it (keys and values as JSON spells them)."""
+    return json.loads(json.dumps(metadata.to_json_dict()))
+
+
+def _fingerprint(written: dict) -> str:
     meanings = {
         "column_data_types": written["column_data_types"],
         "id_maps": written["id_maps"],
@@ -40,13 +48,13 @@ def column_meaning(id_map: dict | None, statistics: dict | None) -> str:
 
 def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
     """The key-value metadata a merged Parquet split carries: the whole fingerprint and one digest per column."""
-    written = json.loads(json.dumps(metadata.to_json_dict()))
+    written = _as_written(metadata)
     statistics = written["selected_columns_statistics"] if written["normalize_real_columns"] else {}
     columns = {
         name: column_meaning(written["id_maps"].get(name), None if name in written["id_maps"] else statistics.get(name))
         for name in written["column_data_types"]
     }
-    return {KEY: meanings_fingerprint(metadata).encode("utf-8"), COLUMNS_KEY: json.dumps(columns).encode("utf-8")}
+    return {KEY: _fingerprint(written).encode("utf-8"), COLUMNS_KEY: json.dumps(columns).encode("utf-8")}
 
 
 def _recorded(path: Path, key: bytes) -> str | None:

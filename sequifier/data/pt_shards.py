@@ -64,7 +64,7 @@ def windows_from_pt(
     payload = load_weights_only(path, "PT shard")
     _check_pt_payload(payload, wanted, path, layouts)
     sequences = payload["sequences"]
-    arrays = {c: materialized(sequences[c].numpy(), dtypes[c], str(path)) for c in wanted}
+    arrays = {c: materialized(sequences[c].numpy(), dtypes[c], f"{path}: column {c!r}") for c in wanted}
     masks = payload["metadata"]["depth_valid_masks"] if layouts else {}
     return StoredWindows(
         columns=arrays,

@@ -16,9 +16,10 @@ import pyarrow.parquet as pq
 
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError
-from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, materialized
+from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows, materialized
 
 INPUT_COLUMN = "inputCol"
+WINDOW_LENGTH_KEY = b"sequifier.window_length"
 
 
 def value_column_names(window_length: int) -> list[str]:
@@ -27,15 +28,23 @@ def value_column_names(window_length: int) -> list[str]:
 
 
 def stored_schema(window_length: int) -> pa.Schema:
-    """Schema of the merged/sharded Parquet form."""
+    """Schema of the merged/sharded Parquet form; its key-value metadata records the window length."""
     fields = [pa.field(name, pa.int64()) for name in IDENTIFIER_COLUMNS] + [pa.field(INPUT_COLUMN, pa.large_string())]
-    return pa.schema(fields + [pa.field(name, pa.float64()) for name in value_column_names(window_length)])
+    fields += [pa.field(name, pa.float64()) for name in value_column_names(window_length)]
+    return pa.schema(fields, metadata={WINDOW_LENGTH_KEY: str(window_length).encode("ascii")})
 
 
-def _value_columns_in(names: Sequence[str], path: Path) -> list[str]:
-    offsets = sorted((int(n) for n in names if n.isdigit()), reverse=True)
+def _value_columns_in(table: pa.Table, path: Path) -> list[str]:
+    offsets = sorted((int(n) for n in table.schema.names if n.isdigit()), reverse=True)
     if not offsets or offsets != list(range(len(offsets) - 1, -1, -1)):
         raise UserError(str(path), 'value columns "W-1" ... "0" are missing or incomplete')
+    written = (table.schema.metadata or {}).get(WINDOW_LENGTH_KEY, b"")
+    if written.isdigit() and int(written) != len(offsets):
+        raise UserError(
+            str(path),
+            f'holds {len(offsets)} value columns ("{offsets[0]}" ... "0"), but was written with window_length '
+            f"{int(written)}: value columns were added or removed since",
+        )
     return [str(offset) for offset in offsets]
 
 
@@ -62,15 +71,17 @@ def _check_table_types(table: pa.Table, path: Path) -> None:
         return  # an empty CSV split has no types to check
     for field in table.schema:
         if field.name in IDENTIFIER_COLUMNS:
-            fits = pa.types.is_integer(field.type)
+            fits, wanted = pa.types.is_integer(field.type), "integers"
         elif field.name == INPUT_COLUMN:
-            fits = pa.types.is_string(field.type) or pa.types.is_large_string(field.type)
+            fits, wanted = pa.types.is_string(field.type) or pa.types.is_large_string(field.type), "strings"
         elif field.name.isdigit():
-            fits = pa.types.is_integer(field.type) or pa.types.is_floating(field.type)
+            fits, wanted = pa.types.is_integer(field.type) or pa.types.is_floating(field.type), "numbers"
         else:
             continue
         if not fits:
-            raise UserError(str(path), f"column {field.name!r} has type {field.type}, not the stored-window type")
+            raise UserError(
+                str(path), f"column {field.name!r} has type {field.type}; stored windows hold {wanted} there"
+            )
         if table.column(field.name).null_count:
             raise UserError(str(path), f"column {field.name!r} has missing values")
 
@@ -88,29 +99,86 @@ def windows_from_table(path: Path, wanted: list[str], dtypes: dict[str, np.dtype
     """The windows of one Parquet/CSV file, the `wanted` columns materialized as `dtypes`."""
     table = _read_table(path)
     _check_columns_stored(table, wanted, path)
+    value_names = _value_columns_in(table, path)
+    if not table.num_rows:
+        return concat_windows([], wanted, len(value_names))
     input_type = table.schema.field(INPUT_COLUMN).type
     table = table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
-    value_names = _value_columns_in(table.schema.names, path)
-    values = (
-        np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names])
-        if table.num_rows
-        else (np.zeros((0, len(value_names)), dtype=np.float64))
-    )
+    values = np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names])
     input_col = table.column(INPUT_COLUMN)
     rows_by_column = {column: np.flatnonzero(pc.equal(input_col, column).to_numpy()) for column in wanted}
+    bookkeeping = np.column_stack(
+        [table.column(name).to_numpy().astype(np.int64) for name in IDENTIFIER_COLUMNS]
+    ).reshape(table.num_rows, len(IDENTIFIER_COLUMNS))
+    rows_by_column = _rows_in_window_order(rows_by_column, bookkeeping, wanted, path)
     reference_rows = rows_by_column[wanted[0]] if wanted else np.zeros(0, dtype=np.int64)
-    identifiers = {
-        attr: table.column(name).to_numpy().astype(np.int64)[reference_rows]
-        for name, attr in IDENTIFIER_COLUMNS.items()
+    identifiers = {attr: bookkeeping[reference_rows, index] for index, attr in enumerate(IDENTIFIER_COLUMNS.values())}
+    arrays = {
+        column: materialized(values[rows], dtypes[column], f"{path}: column {column!r}")
+        for column, rows in rows_by_column.items()
     }
-    arrays = {}
-    for column, rows in rows_by_column.items():
-        if rows.shape != reference_rows.shape:
-            counts = f"column {column!r} has {rows.size} windows, {wanted[0]!r} has {reference_rows.size}"
-            raise UserError(str(path), counts)
-        block = values[rows]
-        arrays[column] = materialized(block, dtypes[column], str(path))
     return StoredWindows(columns=arrays, **identifiers)
+
+
+def _rows_in_window_order(
+    rows_by_column: dict[str, np.ndarray], bookkeeping: np.ndarray, wanted: list[str], path: Path
+) -> dict[str, np.ndarray]:
+    """Each column's rows in the order of the first column's windows.
+
+    A window is identified by (sequenceId, subsequenceId); the rows of one window must agree on all of its
+    bookkeeping, so that a file sorted by other columns is read right or refused, never mixed across windows.
+    """
+    if not wanted:
+        return rows_by_column
+    first = wanted[0]
+    reference = rows_by_column[first]
+    ordered = {first: reference}
+    for column in wanted[1:]:
+        rows = rows_by_column[column]
+        if rows.shape != reference.shape:
+            raise UserError(str(path), f"column {column!r} has {rows.size} windows, {first!r} has {reference.size}")
+        if not np.array_equal(bookkeeping[rows], bookkeeping[reference]):
+            rows = _matched_rows(rows, reference, bookkeeping, (column, first), path)
+        ordered[column] = rows
+    return ordered
+
+
+def _matched_rows(
+    rows: np.ndarray, reference: np.ndarray, bookkeeping: np.ndarray, columns: tuple[str, str], path: Path
+) -> np.ndarray:
+    """`rows` reordered so that each lies in the window of the `reference` row at its place."""
+    column, first = columns
+    keys = [bookkeeping[reference][:, :2], bookkeeping[rows][:, :2]]
+    orders = [np.lexsort((key[:, 1], key[:, 0])) for key in keys]
+    sorted_keys = [key[order] for key, order in zip(keys, orders)]
+    for name, key in zip((first, column), sorted_keys):
+        repeated = np.flatnonzero((key[1:] == key[:-1]).all(axis=1))
+        if repeated.size:
+            raise UserError(
+                str(path), f"window {_spelled(key[repeated[0]])} has two rows of column {name!r}; a window has one"
+            )
+    differing = np.flatnonzero((sorted_keys[0] != sorted_keys[1]).any(axis=1))
+    if differing.size:
+        missing = sorted_keys[0][differing[0]]
+        raise UserError(str(path), f"column {column!r} has no row for window {_spelled(missing)}")
+    matched = np.empty_like(rows)
+    matched[orders[0]] = rows[orders[1]]
+    disagreeing = np.flatnonzero((bookkeeping[matched] != bookkeeping[reference]).any(axis=1))
+    if disagreeing.size:
+        row = disagreeing[0]
+        field = int(np.flatnonzero(bookkeeping[matched[row]] != bookkeeping[reference[row]])[0])
+        name = list(IDENTIFIER_COLUMNS)[field]
+        raise UserError(
+            str(path),
+            f"the rows of window {_spelled(bookkeeping[reference[row]])} disagree on {name}: "
+            f"{bookkeeping[reference[row], field]} for column {first!r}, {bookkeeping[matched[row], field]} for "
+            f"{column!r}",
+        )
+    return matched
+
+
+def _spelled(key: np.ndarray) -> str:
+    return f"(sequenceId {key[0]}, subsequenceId {key[1]})"
 
 
 def windows_to_table(windows: StoredWindows, column_order: Sequence[str]) -> pa.Table:

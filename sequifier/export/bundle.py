@@ -218,3 +218,10 @@ def _check_interface(network: dict[str, Any], contract: dict[str, Any], where: s
     for field in ("input_columns", "target_columns"):
         if sorted(interface["config"][field]) != sorted(contract[field]):
             raise UserError(where, f"the contract's {field} are not the ones model_config describes")
+    described = {
+        "context_length": network.get("context_length"),
+        "prediction_length": (interface["config"].get("decoder") or {}).get("prediction_length"),
+    }
+    for field, value in described.items():
+        if value is not None and value != contract[field]:
+            raise UserError(where, f"the contract's {field} {contract[field]} is not model_config's {value}")

@@ -252,6 +252,9 @@ def check_split_meanings(data_path: Path, contract: dict[str, Any], model_file: 
             )
 
 
+FLOAT32_LARGEST = float(np.finfo(np.float32).max)
+
+
 def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[str, Any], model_file: Path) -> None:
     """Before any model runs: every stored id is one of the model's classes, every stored real is finite."""
     for name in contract["input_columns"]:
@@ -268,3 +271,9 @@ def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[s
                 )
         elif not np.isfinite(values).all():
             raise UserError(name, f"{data_path} holds NaN or infinite values, which {model_file.name} cannot read")
+        elif values.size and np.abs(values).max() > FLOAT32_LARGEST:
+            raise UserError(
+                name,
+                f"{data_path} holds the value {np.abs(values).max():g} (as stored, normalized), beyond the float32 "
+                f"range {model_file.name} computes in (at most {FLOAT32_LARGEST:g})",
+            )

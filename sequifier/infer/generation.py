@@ -42,7 +42,14 @@ def run_batched(
     else:
         batches = [call(start) for start in starts]
     outputs = {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
+    positions = model.contract["prediction_length"]
     for key, values in outputs.items():
+        if values.ndim < 2 or values.shape[1] != positions:
+            raise UserError(
+                str(model.path),
+                f"the model computes {values.shape[1] if values.ndim > 1 else 'no'} positions of {key!r} per view, "
+                f"but its execution contract gives prediction_length {positions}; the file is damaged",
+            )
         if not np.isfinite(values).all():
             raise UserError(
                 str(model.path), f"the model computes NaN or infinite values for {key!r}; its weights are broken"

@@ -43,6 +43,14 @@ def _check_graph(session: ort.InferenceSession, contract: dict[str, Any], path: 
         raise UserError(
             str(path), f"the graph's inputs {found} are not the ones its execution contract describes {wanted}"
         )
+    for value in session.get_inputs():
+        length = value.shape[1] if value.name in contract["input_columns"] and len(value.shape) > 1 else None
+        if isinstance(length, int) and length != contract["context_length"]:
+            raise UserError(
+                str(path),
+                f"the graph reads {length} items of {value.name!r}, but its execution contract gives context_length "
+                f"{contract['context_length']}",
+            )
     outputs = {value.name: value.shape for value in session.get_outputs()}
     for key, name in contract["outputs"].items():
         if name not in outputs:

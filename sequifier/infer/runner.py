@@ -26,7 +26,7 @@ from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer import checks
 from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel
-from sequifier.infer.outputs import embeddings_table, generative_tables, write_table
+from sequifier.infer.outputs import OUTPUT_KINDS, embeddings_table, generative_tables, write_table
 from sequifier.infer.route import TrainingRoute, training_route
 from sequifier.infer.rows import label_rows
 from sequifier.infer.staged_parts import StagedParts
@@ -173,6 +173,10 @@ def infer_model(
     finally:
         staged.discard()
     progress.close()
+    for kind in OUTPUT_KINDS:
+        earlier = outputs / kind / model_file.stem
+        if kind not in staged.stages and earlier.is_dir() and any(earlier.rglob("part-*")):
+            print(f"note: {earlier} holds an earlier run's {kind}; this run wrote none, so they are not this run's")
     return written
 
 

@@ -2,7 +2,7 @@
 
 An error or an interruption while predicting leaves the previous outputs of every kind as they were. Staging
 folders are temps of the final folders (atomic.temp_path_for): one that a killed run left is removed by the
-next run of the same model. Once in place, a folder holds this run's part files only.
+next run of the same model, whichever kinds it writes. Once in place, a folder holds this run's part files only.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
+from sequifier.infer.outputs import OUTPUT_KINDS
 
 PART_SUFFIXES = (".csv", ".parquet")
 
@@ -22,13 +23,13 @@ class StagedParts:
         self.model = model
         self.stages: dict[str, Path] = {}
         self.parts: list[tuple[Path, Path]] = []  # (staged file, final file)
+        for kind in OUTPUT_KINDS:  # also the kinds this run does not write
+            remove_stale_temps(outputs / kind / model)
 
     def path(self, kind: str, target: str, name: str) -> Path:
         """Where to write part `name` of `kind` (and `target`, for probabilities); its folders exist."""
         if kind not in self.stages:
-            final = self.outputs / kind / self.model
-            remove_stale_temps(final)
-            self.stages[kind] = temp_path_for(final)
+            self.stages[kind] = temp_path_for(self.outputs / kind / self.model)
         staged = self.stages[kind] / target / name
         staged.parent.mkdir(parents=True, exist_ok=True)
         self.parts.append((staged, self.outputs / kind / self.model / target / name))

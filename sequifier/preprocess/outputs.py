@@ -118,7 +118,7 @@ class MergedSplitWriter:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         schema = stored_schema(form.window_length)
         if form.recorded_meanings is not None and form.write_format == "parquet":
-            schema = schema.with_metadata(form.recorded_meanings)
+            schema = schema.with_metadata({**schema.metadata, **form.recorded_meanings})
         self.samples = 0
         if form.write_format == "csv":
             self.writer = pv.CSVWriter(str(self.path), schema)

@@ -99,7 +99,7 @@ def _fit(
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
     gaps = PositionGaps()
     try:
-        for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores)):
+        for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores), strict=True):
             totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
             for name, values in fit.values.items():
                 distinct[name].add(values)
@@ -136,7 +136,7 @@ def _write(shared: SharedWork, groups: list[Group], config: PreprocessConfig) ->
     progress = Progress("preprocess write", sum(g.rows for g in groups))
     entries: list[list[dict]] = [[] for _ in range(shared.split.n_splits)]
     try:
-        for task, results in zip(tasks, run_tasks(write_task, shared, tasks, config.n_cores)):
+        for task, results in zip(tasks, run_tasks(write_task, shared, tasks, config.n_cores), strict=True):
             for split, split_entries in enumerate(results):
                 for entry in split_entries:
                     if merged:
@@ -206,6 +206,13 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     if scanned.rows == 0:
         raise UserError(str(config.preprocessing_data_path), "the input has no rows")
     log(f"read {scanned.rows} rows, {scanned.sequence_ids.shape[0]} sequences from {config.preprocessing_data_path}")
+    longest = int(scanned.sequence_lengths.max())
+    if not config.depth_layouts and config.window_length > 2 * longest:
+        log(
+            f"warning: window_length {config.window_length} is over twice the longest sequence ({longest} items): "
+            "every window is mostly padding, which costs space and time; a window_length near the longest sequence "
+            "holds the same items"
+        )
     normalize = reused.metadata.normalize_real_columns if reused is not None else config.normalize_real_columns
     form = OutputForm(
         write_format=config.write_format,

@@ -30,14 +30,23 @@ def signals_deferred() -> Iterator[None]:
             signal.raise_signal(arrived[0])
 
 
+_requested: list[int] = []  # the stop signals signals_as_exit took, also those whose SystemExit Python then ignored
+
+
 @contextmanager
 def signals_as_exit() -> Iterator[None]:
-    """While active, SIGINT and SIGTERM raise SystemExit(128 + signal) in the main thread."""
+    """While active, SIGINT and SIGTERM raise SystemExit(128 + signal) in the main thread.
+
+    Where Python ignores that exception (a signal handled while a generator is finalized, or in a fork callback),
+    `exit_if_stop_requested` raises it again at the next step that must not start after a stop.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
+    _requested.clear()
 
     def _exit(signum, frame):
+        _requested.append(signum)
         raise SystemExit(128 + signum)
 
     previous = {signum: signal.signal(signum, _exit) for signum in STOPPING}
@@ -46,6 +55,12 @@ def signals_as_exit() -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+def exit_if_stop_requested() -> None:
+    """SystemExit(128 + signal) if a stop signal arrived while signals_as_exit was active."""
+    if _requested:
+        raise SystemExit(128 + _requested[0])
 
 
 def ignore_in_worker() -> None:

@@ -118,6 +118,11 @@ COMPRESSED_MAGIC = (  # the first bytes of compressed files, which no text file 
 )
 
 
+def _printable(text: str) -> str:
+    """`text` on one line, with characters a terminal would act on (control bytes of binary data) shown as '?'."""
+    return "".join(c if c.isprintable() else "?" for c in " ".join(text.split()))
+
+
 def _decoded(arrow_type: pa.DataType) -> pa.DataType:
     return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
@@ -132,6 +137,8 @@ def _csv_schema(path: Path) -> pa.Schema:
                 raise UserError(str(path), _LONG_ROW.format(CSV_INFER_BYTES >> 20))
     if not head.strip():
         raise UserError(str(path), "the input file is empty")
+    if head.startswith(b"PAR1"):
+        raise UserError(str(path), "is a Parquet file (it starts with PAR1), not csv: set read_format: parquet")
     compression = next((name for magic, name in COMPRESSED_MAGIC if head.startswith(magic)), None)
     if compression:
         raise UserError(
@@ -162,7 +169,7 @@ def _file_schema(path: Path, read_format: str) -> pa.Schema:
     try:
         schema = _csv_schema(path) if read_format == "csv" else pq.read_schema(path)
     except (pa.ArrowInvalid, OSError) as error:
-        raise UserError(str(path), f"cannot read as {read_format} ({' '.join(str(error).split())})") from None
+        raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
     repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
     if repeated:
         raise UserError(
@@ -197,7 +204,9 @@ def open_source(config: PreprocessConfig) -> InputSource:
     files = input_files(config)
     schemas = tuple(_file_schema(path, config.read_format) for path in files)
     if config.read_format == "csv":
-        schemas = tuple(_declared_text(schema, config.categorical_columns or ()) for schema in schemas)
+        schemas = tuple(
+            _declared_types(schema, config.categorical_columns or (), config.real_columns or ()) for schema in schemas
+        )
     total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files) if config.read_format == "parquet" else None
     return InputSource(
         files=tuple(files),
@@ -210,9 +219,19 @@ def open_source(config: PreprocessConfig) -> InputSource:
     )
 
 
-def _declared_text(schema: pa.Schema, categorical: Sequence[str]) -> pa.Schema:
-    """A csv's declared categorical columns read as the text they hold: '007' and '7', 'true' and 'TRUE' stay apart."""
-    return pa.schema([pa.field(f.name, pa.string()) if f.name in categorical else f for f in schema])
+def _declared_types(schema: pa.Schema, categorical: Sequence[str], real: Sequence[str]) -> pa.Schema:
+    """A csv's declared columns read as declared, not as the file's head suggests: categorical ones as the text they
+    hold ('007' and '7', 'true' and 'TRUE' stay apart), real ones that the head shows as integers as floats (so that
+    a fraction further down is read)."""
+
+    def declared(field: pa.Field) -> pa.Field:
+        if field.name in categorical:
+            return pa.field(field.name, pa.string())
+        if field.name in real and pa.types.is_integer(field.type):
+            return pa.field(field.name, pa.float64())
+        return field
+
+    return pa.schema([declared(f) for f in schema])
 
 
 def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path) -> pa.RecordBatch:
@@ -234,7 +253,7 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path) -> pa.RecordBatc
 
 
 def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserError:
-    text = " ".join(str(error).split())
+    text = _printable(str(error))
     if "straddling object" in text:
         return UserError(str(path), _LONG_ROW.format(CSV_BLOCK_BYTES >> 20))
     match = _CSV_COLUMN.search(text)

@@ -26,7 +26,7 @@ from sequifier.atomic import (
     temp_path_for,
     write_text_atomic,
 )
-from sequifier.preprocess.signals import signals_deferred
+from sequifier.preprocess.signals import exit_if_stop_requested, signals_deferred
 
 # The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
 STAGING_NAME = "preprocess"
@@ -157,6 +157,7 @@ class Staging:
             backup = _backup_path(target) if os.path.lexists(target) else None
             self.moves.append(Move(str(staged), str(target), None if backup is None else str(backup)))
         with signals_deferred():
+            exit_if_stop_requested()
             self._record(committed=False)
             try:
                 for move in self.moves:

@@ -7,7 +7,6 @@ stand-in parameter: torch checks most values only when it builds or steps the op
 
 from __future__ import annotations
 
-import dataclasses
 import inspect
 import re
 import warnings
@@ -16,7 +15,7 @@ from typing import Any
 import torch
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import GlobalTrainingConfig
+from sequifier.config.schema import default_call
 from sequifier.config.typed import ProblemList
 from sequifier.training.optimization import OWNED_ARGUMENTS, build_optimizer, build_scheduler, torch_class
 
@@ -55,11 +54,8 @@ def check_arguments(device: str, learning_rate: float, calls: dict[str, dict | N
 def _defaults_only(calls: dict[str, dict | None]) -> bool:
     """An optimizer without arguments and the default scheduler (or none) need no trial (which costs the process
     torch._dynamo's import, 1-2 s, where a refused or distributed run would otherwise not load it)."""
-    default_scheduler = next(f for f in dataclasses.fields(GlobalTrainingConfig) if f.name == "scheduler")
     scheduler = calls.get("scheduler")
-    return set(calls["optimizer"]) == {"name"} and (
-        scheduler is None or scheduler == default_scheduler.default_factory()
-    )
+    return set(calls["optimizer"]) == {"name"} and scheduler in (None, default_call("scheduler"))
 
 
 def _without_device_bound(call: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -40,14 +40,14 @@ from sequifier.training.losses import dataset_losses
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.passes import batch_passes, rows_per_pass
-from sequifier.training.plan import PlannedBatch, optimizer_steps, phase_epoch, stream_seed
+from sequifier.training.plan import PlannedBatch, phase_epoch, phase_optimizer_steps, stream_seed
 from sequifier.training.priors import fit_priors
 from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
 from sequifier.training.profile_report import report_profile
 from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import MetricLengths, RunRecords
 from sequifier.training.result import TrainResult
-from sequifier.training.resume import checkpoint_to_resume, fingerprint
+from sequifier.training.resume import checkpoint_to_resume, fingerprint, set_aside_checkpoints_of_another_config
 from sequifier.training.run_state import new_run_id, restore, save_snapshot
 from sequifier.training.runtime import TrainingRuntime
 from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
@@ -81,13 +81,8 @@ class Trainer:
             self.runtime.run_through(model)
             torch.manual_seed(stream_seed(config.seed, "dropout", ranks.rank))
         self.losses = {name: dataset_losses(spec, self.network, name) for name in config.dataset_training}
-        self.schedules = [
-            [self._schedule(p, e) for e in range(1, phase.epochs + 1)]
-            for p, phase in enumerate(config.training_plan.phases)
-        ]
-        accumulation = self.training.accumulation_steps
-        phase_steps = [sum(optimizer_steps(schedule, accumulation) for schedule in epochs) for epochs in self.schedules]
         phase_epochs = [phase.epochs for phase in config.training_plan.phases]
+        phase_steps = [self._phase_steps(p) for p in range(len(phase_epochs))]
         self.optimization = OptimizationLifecycle(
             list(self.network.parameters()), self.training, phase_epochs, phase_steps
         )
@@ -119,15 +114,28 @@ class Trainer:
         gather = lambda b: self.parts[(b.dataset, b.part)].training_batch(views[(b.dataset, b.part)][b.batch])
         return prefetched(schedule[p.batches_done :], gather, self.training.num_workers)
 
+    def _phase_steps(self, phase_index: int) -> int:
+        phase = self.spec.config.training_plan.phases[phase_index]
+        seed = lambda epoch: stream_seed(self.spec.config.seed, "select", phase_index, epoch)
+        counts = self._batch_counts()
+        return phase_optimizer_steps(self.spec.config, phase, counts, self.training.accumulation_steps, seed)
+
+    def _batch_counts(self) -> dict[tuple[str, str], int]:
+        return {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
+
     def _schedule(self, phase_index: int, epoch: int) -> list[PlannedBatch]:
-        counts = {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
         phase = self.spec.config.training_plan.phases[phase_index]
         return phase_epoch(
-            self.spec.config, phase, counts, stream_seed(self.spec.config.seed, "select", phase_index, epoch)
+            self.spec.config,
+            phase,
+            self._batch_counts(),
+            stream_seed(self.spec.config.seed, "select", phase_index, epoch),
         )
 
     def run(self) -> TrainResult:
         resume_from = checkpoint_to_resume(self.spec)
+        if resume_from is None and self.ranks.is_main:
+            set_aside_checkpoints_of_another_config(self.spec, self.fingerprint)
         saved = restore(self, resume_from) if resume_from else None
         kept = MetricLengths(saved["metric_bytes"], saved.get("model_name", self.spec.model_name)) if saved else None
         self.records = RunRecords(self.spec, self.run_id, kept, enabled=self.ranks.is_main)
@@ -138,7 +146,7 @@ class Trainer:
                     "resuming %s from %s: epoch %d of phase %d, after %d planned batches (step %d)",
                     self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
                 )  # fmt: skip
-            with GracefulStop() as self.stop, torch_threads(self.training.num_threads):
+            with GracefulStop(announce=self.ranks.is_main) as self.stop, torch_threads(self.training.num_threads):
                 return self._run()
         finally:
             self.records.close()
@@ -184,7 +192,7 @@ class Trainer:
         """Train the rest of the running epoch (all of it unless resumed inside it); returns its training loss."""
         p = self.progress
         phase = self.spec.config.training_plan.phases[p.phase_index]
-        schedule = self.schedules[p.phase_index][p.phase_epoch - 1]
+        schedule = self._schedule(p.phase_index, p.phase_epoch)
         batches = PROFILE.gathered(self._gathered(schedule))
         p.begin_epoch(list(self.parts), self.optimization.learning_rate)
         self.network.train()

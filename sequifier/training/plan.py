@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import random
 from dataclasses import dataclass
+from typing import Callable
 
 from sequifier.config.schema import PhaseConfig, TrainConfig
 
@@ -82,3 +83,23 @@ def optimizer_steps(schedule: list[PlannedBatch], accumulation_steps: int) -> in
         if window == accumulation_steps:
             steps, window = steps + 1, 0
     return steps + (1 if window else 0)
+
+
+def phase_optimizer_steps(
+    config: TrainConfig,
+    phase: PhaseConfig,
+    batch_counts: dict[tuple[str, str], int],
+    accumulation_steps: int,
+    epoch_seed: Callable[[int], int],
+) -> int:
+    """Updates of all epochs of `phase`, holding one epoch's schedule at a time (`epoch_seed(e)` seeds epoch e).
+
+    Only weighted selection orders an epoch's batches differently from the next, which moves the flushes at
+    dataset changes when updates accumulate; otherwise every epoch makes the updates of the first.
+    """
+    steps_of = lambda epoch: optimizer_steps(
+        phase_epoch(config, phase, batch_counts, epoch_seed(epoch)), accumulation_steps
+    )
+    if accumulation_steps == 1 or phase.mode == "sequential" or phase.selection == "round_robin":
+        return steps_of(1) * phase.epochs
+    return sum(steps_of(epoch) for epoch in range(1, phase.epochs + 1))

@@ -16,7 +16,7 @@ from typing import Any
 
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
-from sequifier.training.checkpoint import LATEST, checkpoint_dir
+from sequifier.training.checkpoint import LATEST, checkpoint_dir, read_checkpoint
 
 RESUMABLE_FIELDS = (
     "model_name",
@@ -47,6 +47,30 @@ def checkpoint_to_resume(spec: RunSpec) -> Path | None:
     if resume.policy == "required" or path.is_dir():
         raise UserError("global_training.resume.checkpoint_path", f"{path} {absent_file(path)}")
     return None
+
+
+def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, Any]) -> None:
+    """Before a fresh run writes into checkpoints/<model>/: if they hold a run of another config or data, move that
+    run's checkpoints into a subfolder, so that this run neither overwrites them nor mixes its files with theirs."""
+    folder = checkpoint_dir(spec.project_root, spec.model_name)
+    latest = folder / LATEST
+    if not latest.is_file():
+        return
+    try:
+        saved = read_checkpoint(latest)
+    except UserError:
+        return  # not a checkpoint this release can read: nothing to compare, and resuming from it reports it
+    try:
+        check_fingerprint(saved["fingerprint"], current, latest)
+    except UserError as difference:
+        aside = folder / f"earlier-{saved['run_id']}"
+        aside.mkdir(exist_ok=True)
+        for checkpoint in sorted(folder.glob("*.pt")):
+            checkpoint.replace(aside / checkpoint.name)
+        print(
+            f"note: {folder} held the checkpoints of a run of another config or data (first difference: "
+            f"{difference.where}); they are now in {aside}, and this fresh run starts an empty folder"
+        )
 
 
 def fingerprint(spec: RunSpec) -> dict[str, Any]:

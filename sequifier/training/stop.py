@@ -4,14 +4,17 @@ Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (dis
 
 The first signal asks the run to stop: it finishes the current optimizer step (the open accumulation
 window), writes the rolling latest checkpoint, says where it stopped and exits with STOPPED_EXIT_CODE,
-so that resuming continues exactly. A second signal stops at once (the default action). Outside Submitit,
-FORWARDED (SIGUSR2) asks for the same stop but never stops at once: the parent of spawned ranks forwards
-its signals with it, which a rank that got the signal itself (Ctrl-C reaches the whole process group) ignores.
+so that resuming continues exactly; it says so when it arrives. A second signal stops at once (the default
+action). Outside Submitit, FORWARDED (SIGUSR2) asks for the same stop but never stops at once: the parent of
+spawned ranks forwards its signals with it, which a rank that got the signal itself (Ctrl-C reaches the whole
+process group) ignores.
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 from types import FrameType
 
 from sequifier.distributed.submitit_task import in_submitit_job, stop_signals
@@ -27,7 +30,8 @@ class StopRequested(Exception):
 class GracefulStop:
     """Installs the handlers for the duration of a run (main thread only; elsewhere it does nothing)."""
 
-    def __init__(self) -> None:
+    def __init__(self, announce: bool = True) -> None:
+        self.announce = announce  # one rank says what a stop request does
         self.requested: str | None = None
         self._previous: dict[int, object] = {}
         self._signals = stop_signals()
@@ -44,9 +48,16 @@ class GracefulStop:
         if number in self._forwarded:
             self.requested = self.requested or "a signal to the process that started the ranks"
             return
-        self.requested = self.requested or signal.Signals(number).name
+        name = signal.Signals(number).name
+        self.requested = self.requested or name
         for other in self._signals:
             signal.signal(other, signal.SIG_DFL)
+        if self.announce:  # os.write: a print here could re-enter a progress line's print to stderr
+            os.write(
+                sys.stderr.fileno(),
+                f"\n{name}: stopping after the current optimizer step, once the latest checkpoint is written; "
+                "a second signal stops at once, without it\n".encode(),
+            )
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self._previous.items():

@@ -198,7 +198,7 @@ def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: 
     assert latest(folder)["progress"]["global_step"] > 0
 
 
-@pytest.mark.parametrize("parallelism", ["ddp", "fsdp"])
+@pytest.mark.parametrize("parallelism", ["ddp", pytest.param("fsdp", marks=pytest.mark.slow)])
 def test_a_killed_job_resumes_exactly(parallelism: str, tmp_path: Path):
     training = {"batch_size": 16, "save_interval_batches": 3, **PARALLELISMS[parallelism]}
     config = distributed(2, **training) | {"training_plan": {"epochs": 4}}

@@ -101,14 +101,15 @@ def uninterrupted(tmp_path_factory) -> dict[bool, Path]:
     return runs
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize(
     ("reset", "mode", "n"),
     [
         pytest.param(True, "kill-after-batch", 7, id="kill-9-mid-epoch-after-a-batch-snapshot"),
-        pytest.param(False, "kill-after-batch", 7, id="kill-9-mid-epoch-continuous-optimization"),
-        pytest.param(True, "kill-after-batch", 23, id="kill-9-inside-the-second-phase"),
-        pytest.param(True, "kill-in-checkpoint", 3, id="kill-9-while-writing-a-checkpoint"),
+        pytest.param(
+            False, "kill-after-batch", 7, id="kill-9-mid-epoch-continuous-optimization", marks=pytest.mark.slow
+        ),
+        pytest.param(True, "kill-after-batch", 23, id="kill-9-inside-the-second-phase", marks=pytest.mark.slow),
+        pytest.param(True, "kill-in-checkpoint", 3, id="kill-9-while-writing-a-checkpoint", marks=pytest.mark.slow),
     ],
 )
 def test_a_killed_run_resumes_bit_identical(reference_project, uninterrupted, monkeypatch, reset, mode, n):
@@ -141,6 +142,7 @@ def test_a_second_sigterm_stops_at_once(reference_project):
     project = project_copy(reference_project, "twice", two_phase_config(True))
     stopped = interrupted(project, "sigterm-twice", 8)
     assert stopped.returncode == -15
+    assert "SIGTERM: stopping after the current optimizer step" in stopped.stderr, stopped.stderr[-2000:]
     progress = torch.load(project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)["progress"]
     assert progress["global_batch"] == 5  # the last batch snapshot; no stop checkpoint was written
 

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import torch
 from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
 
 RESUME = "global_training.resume.policy=if_exists"
@@ -81,3 +82,22 @@ def test_if_exists_starts_fresh_without_a_checkpoint_and_resumes_a_finished_run_
     assert result.returncode == 0, result.stderr
     assert "resuming" not in (trained / "logs" / "other" / "other.log").read_text()
     assert (trained / "checkpoints" / "other" / "latest.pt").is_file()
+
+
+def test_a_fresh_run_of_another_config_sets_the_earlier_checkpoints_aside_and_one_of_the_same_config_does_not(
+    trained: Path,
+):
+    folder = trained / "checkpoints" / "tiny"
+    same = run_sequifier(["train"], trained)
+    assert same.returncode == 0, same.stderr
+    assert "held the checkpoints" not in same.stdout and [p for p in folder.iterdir() if p.is_dir()] == []
+
+    earlier = {path.name: path.read_bytes() for path in folder.glob("*.pt")}
+    run_id = torch.load(folder / "latest.pt", weights_only=True)["run_id"]
+    other = run_sequifier(["train", "global_training.learning_rate=0.001"], trained)
+    assert other.returncode == 0, other.stderr
+    aside = folder / f"earlier-{run_id}"
+    assert "held the checkpoints of a run of another config or data (first difference: global_training" in other.stdout
+    assert {path.name: path.read_bytes() for path in aside.glob("*.pt")} == earlier
+    latest = torch.load(folder / "latest.pt", weights_only=True)
+    assert latest["run_id"] != run_id and latest["fingerprint"]["config"]["global_training.learning_rate"] == 0.001

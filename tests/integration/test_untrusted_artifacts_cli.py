@@ -142,6 +142,32 @@ CASES = [
         "needs at least 100",
     ),
     (
+        "contract-context-length-not-the-graphs",
+        "onnx.yaml",
+        GENERATIVE,
+        lambda u: set_contract(
+            u / GENERATIVE, contract_with(u / GENERATIVE, lambda c: c.update(context_length=c["context_length"] + 4))
+        ),
+        "but its execution contract gives context_length",
+    ),
+    (
+        "contract-prediction-length-not-the-graphs",
+        "onnx.yaml",
+        GENERATIVE,
+        lambda u: set_contract(
+            u / GENERATIVE,
+            contract_with(u / GENERATIVE, lambda c: c.update(prediction_length=c["prediction_length"] + 1)),
+        ),
+        "the file is damaged",
+    ),
+    (
+        "bundle-contract-context-length-not-the-networks",
+        "pt.yaml",
+        BUNDLE,
+        lambda u: edit_bundle(u / BUNDLE, lambda b: only_contract(b).update(context_length=3)),
+        "the contract's context_length 3 is not model_config's",
+    ),
+    (
         "bundle-random-bytes",
         "pt.yaml",
         BUNDLE,
@@ -182,6 +208,13 @@ CASES = [
         "windows.parquet",
         lambda u: set_value(u / "windows.parquet", "event", 99.0),
         "the largest allowed id is 14",
+    ),
+    (
+        "stored-real-beyond-float32",
+        "onnx.yaml",
+        "windows.parquet",
+        lambda u: set_value(u / "windows.parquet", "amount", 1e300),
+        "beyond the float32 range",
     ),
     (
         "stored-padding-beyond-the-window",

@@ -660,6 +660,7 @@ VALIDATION_ROWS = [
         f"{ARCH}.attention.n_heads",
         "3 does not divide dim_model 16",
     ),
+    row("heads-zero", {f"{ARCH}.attention.n_heads": 0}, f"{ARCH}.attention.n_heads", "must be at least 1, got 0"),
     row(
         "kv-heads-do-not-divide-heads",
         {f"{ARCH}.attention": {"type": "gqa", "n_heads": 4, "n_kv_heads": 3}},
@@ -1264,6 +1265,13 @@ def test_invalid_config_is_rejected_with_its_canonical_path(base: str, changes: 
     with pytest.raises(UserError) as error:
         check_supported(canonical_config(config))  # what the train command checks before any job starts
     assert_reported(error.value, path, fragment)
+
+
+def test_a_context_length_below_one_is_one_problem_not_also_the_bounds_that_depend_on_it():
+    config = apply(BASES["singleton"](), {"global_training.context_length": 0})
+    with pytest.raises(UserError) as error:
+        check_supported(canonical_config(config))
+    assert str(error.value).splitlines() == ["global_training.context_length: must be at least 1, got 0"]
 
 
 @pytest.mark.parametrize("base", sorted(BASES))

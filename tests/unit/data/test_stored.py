@@ -9,6 +9,7 @@ import json
 import shutil
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
@@ -191,3 +192,100 @@ def test_plain_string_input_col_is_accepted(tmp_path):
     expected = load_split(split_path(2), list(METADATA.column_data_types), METADATA.categorical_columns)
     for column in expected.columns:
         np.testing.assert_array_equal(loaded.columns[column], expected.columns[column])
+
+
+def _written(tmp_path, table, name="events-split2.parquet"):
+    path = tmp_path / name
+    pq.write_table(table, path)
+    return path
+
+
+def _load(path):
+    return load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
+
+
+def test_rows_sorted_by_other_columns_are_read_window_by_window(tmp_path):
+    """Each column's rows are matched to their window by its identifiers, not by their order in the file."""
+    table = pq.read_table(split_path(2))
+    resorted = table.sort_by([("inputCol", "ascending"), ("0", "descending"), ("16", "ascending")])
+    assert not resorted.column("sequenceId").equals(table.column("sequenceId"))
+    loaded = _load(_written(tmp_path, resorted))
+    expected = _load(split_path(2))
+    order = np.lexsort((loaded.subsequence_ids, loaded.sequence_ids))
+    expected_order = np.lexsort((expected.subsequence_ids, expected.sequence_ids))
+    for attr in IDENTIFIER_ATTRIBUTES:
+        np.testing.assert_array_equal(getattr(loaded, attr)[order], getattr(expected, attr)[expected_order])
+    for column, values in expected.columns.items():
+        np.testing.assert_array_equal(loaded.columns[column][order], values[expected_order], err_msg=column)
+
+
+def _with_value(table, column, row, value):
+    values = table.column(column).to_pylist()
+    values[row] = value
+    return table.set_column(
+        table.schema.get_field_index(column), column, pa.array(values, table.schema.field(column).type)
+    )
+
+
+def _row_of(table, input_column, window):
+    return int(np.flatnonzero(pc.equal(table.column("inputCol"), input_column).to_numpy())[window])
+
+
+def test_rows_of_one_window_that_disagree_on_its_bookkeeping_are_refused(tmp_path):
+    table = pq.read_table(split_path(2))
+    row = _row_of(table, "channel", 0)
+    edited = _with_value(table, "leftPadLength", row, table.column("leftPadLength")[row].as_py() + 1)
+    with pytest.raises(UserError, match="disagree on leftPadLength") as error:
+        _load(_written(tmp_path, edited))
+    assert "'channel'" in str(error.value) and "sequenceId 0" in str(error.value)
+
+
+def test_a_column_without_a_row_for_a_window_is_refused(tmp_path):
+    table = pq.read_table(split_path(2))
+    row = _row_of(table, "amount", 1)
+    edited = _with_value(table, "sequenceId", row, 10**6)
+    with pytest.raises(UserError, match="has no row for window") as error:
+        _load(_written(tmp_path, edited))
+    assert "'amount'" in str(error.value)
+
+
+def test_two_rows_of_one_column_for_a_window_are_refused_when_rows_must_be_matched(tmp_path):
+    table = pq.read_table(split_path(2))
+    first, second = _row_of(table, "delay", 0), _row_of(table, "delay", 1)
+    edited = _with_value(table, "sequenceId", second, table.column("sequenceId")[first].as_py())
+    with pytest.raises(UserError, match="has two rows of column 'delay'"):
+        _load(_written(tmp_path, edited))
+
+
+@pytest.mark.parametrize("stored_id", [2.5, float("nan")])
+def test_category_ids_that_are_not_whole_numbers_are_refused(tmp_path, stored_id):
+    table = pq.read_table(split_path(2))
+    edited = _with_value(table, "5", _row_of(table, "event", 3), stored_id)
+    with pytest.raises(UserError, match="category ids are whole numbers") as error:
+        _load(_written(tmp_path, edited))
+    assert "column 'event'" in error.value.where
+
+
+def test_a_header_only_csv_split_holds_no_windows(tmp_path):
+    table = pq.read_table(split_path(2)).slice(0, 0)
+    path = tmp_path / "empty.csv"
+    pv.write_csv(table, path)
+    windows = _load(path)
+    assert len(windows) == 0 and windows.width == 17
+
+
+@pytest.mark.parametrize("change", ["added", "removed"])
+def test_value_columns_added_or_removed_after_writing_are_refused(tmp_path, change):
+    """The window length a split was written with travels in its key-value metadata."""
+    windows = _load(split_path(2))
+    path = tmp_path / "written.parquet"
+    write_split_parquet(path, windows, list(windows.columns))
+    table = pq.read_table(path)
+    assert len(_load(path)) == len(windows)
+    if change == "added":
+        table = table.append_column("17", pa.array(np.zeros(table.num_rows)))
+    else:
+        table = table.drop_columns(["16"])
+    pq.write_table(table, path)
+    with pytest.raises(UserError, match="was written with window_length 17: value columns were added or removed"):
+        _load(path)

@@ -147,14 +147,22 @@ def test_stored_ids_outside_the_model_classes_are_refused_before_inference(expor
 
 class NanModel:
     path = Path("broken.onnx")
-    contract: dict = {}
+    contract: dict = {"prediction_length": 1}
     concurrency = 1
+    positions = 1
 
     def __call__(self, inputs, left_pad_lengths):
-        return {"amount": np.full((len(left_pad_lengths), 1), np.nan, dtype=np.float32)}
+        return {"amount": np.full((len(left_pad_lengths), self.positions), np.nan, dtype=np.float32)}
 
 
 def test_a_model_computing_nan_is_refused_naming_it():
     with pytest.raises(UserError, match="NaN or infinite values for 'amount'") as error:
         run_batched(NanModel(), {"amount": np.zeros((4, 2), dtype=np.float32)}, np.zeros(4, dtype=np.int64), 2)
     assert error.value.where == "broken.onnx"
+
+
+def test_a_model_computing_other_positions_than_its_contract_gives_is_refused_naming_it():
+    model = NanModel()
+    model.positions = 2
+    with pytest.raises(UserError, match="computes 2 positions of 'amount' per view, but its execution contract gives"):
+        run_batched(model, {"amount": np.zeros((4, 2), dtype=np.float32)}, np.zeros(4, dtype=np.int64), 2)

@@ -10,6 +10,7 @@ CONTRACT = {
     "target_columns": ["event", "amount"],
     "columns": {"event": {"kind": "categorical"}, "amount": {"kind": "real"}},
     "class_ids": {"event": [3, 4, 5]},
+    "prediction_length": 1,
 }
 
 

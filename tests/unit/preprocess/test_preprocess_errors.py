@@ -85,6 +85,13 @@ CSV_INPUT = {"preprocessing_data_path": CSV, "read_format": "csv"}
 CUTOFF = {"split_method": "value_cutoff", "split_column": "amount", "split_values": [0.3, 0.6]}
 ONLY_DATA = {DATA: good_table()}
 
+
+def parquet_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    return sink.getvalue().to_pybytes()
+
+
 # id, config changes, input files (path -> table / text / JSON object), config text (replaces the YAML),
 # expected `where`, message part
 CASES = [
@@ -153,6 +160,14 @@ CASES = [
         "not UTF-8 text in {root}/" + CSV,
     ),
     ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),
+    (
+        "parquet read as csv",
+        CSV_INPUT,
+        {CSV: parquet_bytes(good_table())},
+        None,
+        "{root}/" + CSV,
+        "read_format: parquet",
+    ),
     (
         "string itemPosition",
         {},

@@ -139,12 +139,12 @@ def test_types_are_unified_across_files(tmp_path, monkeypatch):
     assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
 
 
-def csv_code_values(root, monkeypatch, values: list[str], **typing) -> set[str]:
-    """The id map's raw values of a csv column `code` holding `values` (4 items per sequence)."""
+def one_column_csv(root, monkeypatch, values: list[str], **typing) -> dict:
+    """The metadata of a csv whose one column `code` holds `values` (4 items per sequence)."""
     (root / "data").mkdir()
     lines = ["sequenceId,itemPosition,code"] + [f"{i // 4},{i % 4},{v}" for i, v in enumerate(values)]
     (root / "data" / "codes.csv").write_text("\n".join(lines) + "\n")
-    metadata = preprocess(
+    return preprocess(
         root,
         monkeypatch,
         "data/codes.csv",
@@ -154,13 +154,27 @@ def csv_code_values(root, monkeypatch, values: list[str], **typing) -> set[str]:
         split_ratios=[1.0],
         **typing,
     )
-    return set(metadata["id_maps"]["code"])
+
+
+def csv_code_values(root, monkeypatch, values: list[str], **typing) -> set[str]:
+    """The id map's raw values of a csv column `code` holding `values`."""
+    return set(one_column_csv(root, monkeypatch, values, **typing)["id_maps"]["code"])
 
 
 def test_a_declared_categorical_csv_column_keeps_values_that_would_parse_as_one_number(tmp_path, monkeypatch):
     values = ["007", "7", "1.0", "1", "01", "true", "TRUE", "7"]
     typing = {"categorical_columns": ["code"], "real_columns": []}
     assert csv_code_values(tmp_path, monkeypatch, values, **typing) == {*values, "[unknown]", "[other]"}
+
+
+def test_a_declared_real_csv_column_reads_a_fraction_below_a_head_of_integers(tmp_path, monkeypatch):
+    """The file's head shows integers only; the column is declared real, so the 1.5 further down is read."""
+    monkeypatch.setattr(sources_module, "CSV_INFER_BYTES", 256)
+    values = [str(i % 7) for i in range(199)] + ["1.5"]
+    metadata = one_column_csv(tmp_path, monkeypatch, values, categorical_columns=[], real_columns=["code"])
+    assert metadata["column_data_types"]["code"] == "Float64"
+    mean = metadata["selected_columns_statistics"]["code"]["mean"]
+    assert mean == pytest.approx(np.mean([float(v) for v in values]), abs=1e-12)
 
 
 @pytest.mark.parametrize(
@@ -205,6 +219,24 @@ def test_positions_a_split_does_not_hold_consecutively_are_warned_about(
     )
     lines = [line for line in capsys.readouterr().err.splitlines() if "warning: itemPosition" in line]
     assert (lines == []) if warned is None else (len(lines) == 1 and warned in lines[0])
+
+
+@pytest.mark.parametrize("window_length, warned", [(9, True), (8, False)])
+def test_a_window_over_twice_the_longest_sequence_is_warned_about(window_length, warned, tmp_path, monkeypatch, capsys):
+    table = pa.table({"sequenceId": [1] * 4 + [2] * 3, "itemPosition": [0, 1, 2, 3, 0, 1, 2], "event": list("abcabca")})
+    (tmp_path / "data").mkdir()
+    pq.write_table(table, tmp_path / "data" / "short.parquet")
+    preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/short.parquet",
+        selected_columns=["event"],
+        window_length=window_length,
+        split_ratios=[1.0],
+    )
+    lines = [line for line in capsys.readouterr().err.splitlines() if "mostly padding" in line]
+    expected = f"warning: window_length {window_length} is over twice the longest sequence (4 items)"
+    assert len(lines) == 1 and expected in lines[0] if warned else lines == []
 
 
 def test_integers_beyond_float64_precision_can_be_a_real_column(tmp_path, monkeypatch):

@@ -275,3 +275,34 @@ def _alive(pid: int) -> bool:
         return False
     status = Path(f"/proc/{pid}/stat")
     return not (status.exists() and status.read_text().split()[2] == "Z")
+
+
+class _StopsWhereExitIsIgnored:
+    """Takes a Ctrl-C in a finalizer, where Python ignores the SystemExit the handler raises (as in a generator
+    finalized by the garbage collector, or a fork callback)."""
+
+    def __del__(self):
+        signal.raise_signal(signal.SIGINT)
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+def test_a_stop_whose_exit_python_ignored_still_keeps_the_previous_outputs(tmp_path, monkeypatch, capsys):
+    config = project(tmp_path, merge_output=False)
+    before = outputs(tmp_path)
+    import sequifier.preprocess.run as run_module
+
+    real_log = run_module.log
+
+    def log(line: str) -> None:
+        if line.startswith("split 0:"):  # every split is written, the swap comes next
+            _StopsWhereExitIsIgnored()
+        real_log(line)
+
+    monkeypatch.setattr(run_module, "log", log)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        run_preprocess(load_preprocess_config(config))
+    assert stop.value.code == 130
+    assert "stopped by a signal" in capsys.readouterr().err
+    assert outputs(tmp_path) == before
+    assert hidden(tmp_path) == []

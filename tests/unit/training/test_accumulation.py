@@ -37,7 +37,7 @@ def two_dataset_config() -> dict:
 def test_optimizer_updates_average_the_right_microbatches(reference_project: Path, tmp_path: Path):
     spec = resolve(canonical_config(two_dataset_config()), run_dir=tmp_path, cwd=reference_project)
     trainer = Trainer(spec)
-    schedule = trainer.schedules[0][0]
+    schedule = trainer._schedule(0, 1)
     assert [(b.dataset, b.part) for b in schedule] == [("a", "p1")] * 3 + [("a", "p2")] * 3 + [("b", "only")] * 3
     recorded = []
     original_step = trainer.optimization.step

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from conftest import tiny_train_config
 
 from sequifier.config.compose import canonical_config
-from sequifier.training.plan import phase_epoch
+from sequifier.training.plan import optimizer_steps, phase_epoch, phase_optimizer_steps
 
 COUNTS = {("a", "first"): 3, ("a", "second"): 2, ("b", "only"): 9}
 
@@ -89,3 +90,27 @@ def test_weighted_random_exhausts_every_source_once_and_is_seed_deterministic():
             if dataset == "a"
             else batches == sorted(batches)
         )
+
+
+@pytest.mark.parametrize("accumulation", [1, 2, 3])
+@pytest.mark.parametrize(
+    "phase",
+    [
+        {"mode": "sequential", "sources": [{"source": "b"}, {"source": "a"}]},
+        {"mode": "interleaved", "selection": "round_robin", "sources": [{"source": "a"}, {"source": "b"}]},
+        {
+            "mode": "interleaved",
+            "selection": "weighted_random",
+            "sources": [{"source": "a", "weight": 1.0}, {"source": "b", "weight": 3.0}],
+        },
+    ],
+    ids=["sequential", "round-robin", "weighted"],
+)
+def test_a_phases_updates_are_those_of_its_epochs_schedules(phase, accumulation):
+    config = config_with({"name": "p", "epochs": 7, **phase})
+    planned = config.training_plan.phases[0]
+    seed = lambda epoch: 1000 + epoch
+    each_epoch = [optimizer_steps(phase_epoch(config, planned, COUNTS, seed(e)), accumulation) for e in range(1, 8)]
+    assert phase_optimizer_steps(config, planned, COUNTS, accumulation, seed) == sum(each_epoch)
+    if phase.get("selection") == "weighted_random" and accumulation > 1:
+        assert len(set(each_epoch)) > 1  # the case where epochs differ is exercised
