@@ -130,7 +130,10 @@ def notices(config: InferConfig) -> list[str]:
     """One line per accepted field that has no effect here."""
     lines = []
     if config.deterministic:
-        lines.append("deterministic: ignored; inference here gives the same results for the same seed")
+        lines.append(
+            "deterministic: ignored; inference here gives the same results for the same seed (with "
+            "infer_with_dropout, for the same seed and inference_batch_size)"
+        )
     if config.training_config_path is None:
         lines += [
             f"{key}: ignored; it selects a part of training_config_path, which is not set"

@@ -74,14 +74,21 @@ def reject_historical(data: dict[str, Any]) -> None:
     problems.raise_if_any()
 
 
-def _check_model_name(name: str, problems: ProblemList) -> None:
-    """A model name becomes file and folder names under models/, logs/ and checkpoints/."""
+def model_name_problem(name: str) -> str | None:
+    """Why `name` cannot be a model name (which becomes file and folder names under models/, logs/ and
+    checkpoints/), or None."""
     if not name or name != name.strip() or name.startswith(".") or any(c in name for c in "/\\\0"):
-        problems.add(
-            "model_name",
+        return (
             f"{name!r} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
-            "'\\' and no spaces at either end",
+            "'\\' and no spaces at either end"
         )
+    return None
+
+
+def _check_model_name(name: str, problems: ProblemList) -> None:
+    problem = model_name_problem(name)
+    if problem:
+        problems.add("model_name", problem)
 
 
 def _check_device(device: str, problems: ProblemList) -> None:

@@ -237,6 +237,13 @@ def check_metadata(where: str, meta: DatasetMetadata) -> None:
         raise UserError(where, f"window_length must be a positive integer, got {meta.window_length!r}")
     if meta.window_stride < 1:
         raise UserError(where, f"window_stride must be a positive integer, got {meta.window_stride!r}")
+    if meta.prediction_aligned_splits:
+        raise UserError(
+            where,
+            f"prediction_aligned_splits is {meta.prediction_aligned_splits}: windows aligned for prediction (a 3.x "
+            "option) are read here as plain windows, which would leave positions unpredicted and unscored; "
+            "preprocess those splits without prediction alignment",
+        )
 
 
 def metadata_from_dict(raw: dict, where: str = "metadata") -> DatasetMetadata:

@@ -44,11 +44,12 @@ WINDOWS_PER_PART = 100_000
 
 
 def resolve_model_path(project_root: Path, pattern: str) -> Path:
-    """The model file, or the newest file matching a glob pattern."""
+    """The model file, or the newest file matching a glob pattern (a file of that very name comes first, and
+    the project root is never read as a pattern)."""
     full = str(project_root / pattern)
-    if not glob.has_magic(full):
+    if not glob.has_magic(pattern) or os.path.isfile(full):
         return Path(full)
-    matches = sorted(glob.glob(full), key=os.path.getmtime)
+    matches = sorted(glob.glob(os.path.join(glob.escape(str(project_root)), pattern)), key=os.path.getmtime)
     if not matches:
         raise UserError("model_path", f"no model file matches {full}; train a model first")
     return Path(matches[-1])
@@ -206,6 +207,10 @@ def run_inference(
     models = [open_model(f, config, sources.route) for f in sources.model_files]
     contracts = [(f, m.contract) for f, m in zip(sources.model_files, models)]
     checks.check_compatible(contracts)
+    for model_file, contract in contracts:
+        kinds = {contract["columns"][target]["kind"] for target in contract["target_columns"]}
+        if config.output_probabilities and config.model_type == "generative" and "categorical" not in kinds:
+            print(f"note: output_probabilities: {model_file.name} has no categorical target, so no probabilities")
     described = []  # (metadata, its file): the configured one, and a shard folder's own
     if sources.metadata_path:
         metadata = read_metadata(sources.metadata_path)

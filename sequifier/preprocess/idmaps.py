@@ -98,8 +98,12 @@ def _check_reserved_spellings(column: str, names: list[str]) -> None:
 def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> CategoricalCodes:
     """Ids of the data's distinct values under `meaning`; values it does not know are [other]."""
     names = [str(v) for v in values.to_pylist()]
+    if pa.types.is_boolean(values.type) and not {"True", "False"} & set(meaning.id_map):
+        names = [{"True": "1", "False": "0"}.get(name, name) for name in names]  # a map 3.x wrote spells 1 and 0
     _check_reserved_spellings(column, names)
     ids = np.array([meaning.id_map.get(name, OTHER_ID) for name in names], dtype=np.int64)
+    if ids.size and (ids == OTHER_ID).all() and not any(name in meaning.id_map for name in names):
+        log(f"warning: {column}: none of its values is in the id map used, so every one becomes [other]")
     return CategoricalCodes(values, ids)
 
 

@@ -61,4 +61,11 @@ def load_reused(config: PreprocessConfig) -> Optional[ReusedMeaning]:
     path = Path(config.project_root) / config.metadata_config_path
     if not path.is_file():
         raise UserError("metadata_config_path", f"{path} {absent_file(path)}")
-    return ReusedMeaning(path=path, metadata=read_metadata(path))
+    metadata = read_metadata(path)
+    if metadata.cardinality_config:
+        raise UserError(
+            "metadata_config_path",
+            f"{path} maps rare values to hash buckets (cardinality_config), which this release does not do, so "
+            "they would become [other]; preprocess with the release that wrote it, or without that metadata",
+        )
+    return ReusedMeaning(path=path, metadata=metadata)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import glob
 import json
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
 from sequifier.config.errors import UserError, os_problem
+from sequifier.config.validate import model_name_problem
 from sequifier.project.demo_data import write_demo_data
 
 DEMO_FACTS = "data/demo-generator.json"
@@ -31,7 +33,7 @@ TRAIN = """\
 # sequifier train --config-path configs/train.yaml
 # Override any field on the command line: sequifier train global_training.batch_size=32
 project_root: .
-model_name: {model_name}
+model_name: {model_name_text}
 device: cpu
 seed: 1010
 
@@ -74,7 +76,7 @@ evaluation: true
 INFER = """\
 # sequifier infer --config-path configs/infer.yaml
 project_root: .
-model_path: models/{model_name}-best-*.onnx    # a glob picks the newest match
+model_path: {model_path_text}    # a glob picks the newest match
 metadata_config_path: configs/metadata_configs/{data_stem}.json   # data_path defaults to its last split
 model_type: generative
 inference_batch_size: 512
@@ -85,9 +87,17 @@ write_format: csv
 def make_project(folder: Path, demo: bool) -> None:
     """Write the project into a hidden folder beside `folder`, then rename it into place: all of it or nothing."""
     target = folder.resolve()
-    if target.is_file() or (target.is_dir() and any(target.iterdir())):
+    if target.is_file():
+        raise UserError(str(folder), "is a file; choose a new project name")
+    if target.is_dir() and any(target.iterdir()):
         raise UserError(str(folder), "already exists and is not empty; choose a new project name")
+    blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
+    if blocking is not None:
+        raise UserError(str(folder), f"cannot be made: {blocking} is a file, not a folder")
     model_name = f"{target.name}-model"
+    problem = model_name_problem(model_name)
+    if problem:
+        raise UserError(str(folder), f"gives the project's model the name {problem}; choose another project name")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(target)
@@ -115,8 +125,12 @@ def _write_project(folder: Path, model_name: str, demo: bool) -> dict | None:
     data_stem = "demo" if demo else "data"
     files = {
         "configs/preprocess.yaml": PREPROCESS.format(data_file=f"{data_stem}.parquet"),
-        "configs/train.yaml": TRAIN.format(model_name=model_name, data_stem=data_stem, epochs=3 if demo else 10),
-        "configs/infer.yaml": INFER.format(model_name=model_name, data_stem=data_stem),
+        "configs/train.yaml": TRAIN.format(
+            model_name_text=_yaml_text(model_name), data_stem=data_stem, epochs=3 if demo else 10
+        ),
+        "configs/infer.yaml": INFER.format(
+            model_path_text=_yaml_text(f"models/{glob.escape(model_name)}-best-*.onnx"), data_stem=data_stem
+        ),
     }
     for relative, text in files.items():
         path = folder / relative
@@ -129,3 +143,8 @@ def _write_project(folder: Path, model_name: str, demo: bool) -> dict | None:
     facts = {"entropy_rate_nats": chain.entropy_rate, "n_events": len(chain.transitions)}
     (folder / DEMO_FACTS).write_text(json.dumps(facts, indent=2))
     return facts
+
+
+def _yaml_text(value: str) -> str:
+    """`value` as a YAML string that reads back as itself, also where OmegaConf would see an interpolation."""
+    return json.dumps(value.replace("${", "\\${"), ensure_ascii=False)

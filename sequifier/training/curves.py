@@ -50,12 +50,8 @@ def _line(axes, by_epoch: dict[int, float], **style) -> None:
     axes.plot(epochs, [by_epoch[e] for e in epochs], **({"marker": "o", "markersize": 3} | style))
 
 
-def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
-    """Draw folder/curves.png from the metric files in `folder`: per target, training and validation loss per epoch,
-    the persistence baseline dashed, phase boundaries as vertical lines, and any known loss floor of a target
-    (`floors`, e.g. the entropy rate of the demo's generator) dotted. Returns the picture's path.
-    """
-    history = read_history(folder)
+def check_floors(folder: Path, history: History, floors: dict[str, float] | None) -> list[str]:
+    """The series names of `history`; a UserError when `floors` names a target the folder has not."""
     names = history.names() or ["aggregate"]
     unknown = sorted(set(floors or {}) - set(names))
     if unknown:
@@ -63,6 +59,16 @@ def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
             "--floor",
             f"{folder} has no target {unknown[0]!r}{did_you_mean(unknown[0], names)}; its targets: {', '.join(names)}",
         )
+    return names
+
+
+def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
+    """Draw folder/curves.png from the metric files in `folder`: per target, training and validation loss per epoch,
+    the persistence baseline dashed, phase boundaries as vertical lines, and any known loss floor of a target
+    (`floors`, e.g. the entropy rate of the demo's generator) dotted. Returns the picture's path.
+    """
+    history = read_history(folder)
+    names = check_floors(folder, history, floors)
     figure, panels = _figure(len(names))
     training, validation = history.series("training"), history.series("validation")
     baseline = history.series("validation", "baseline_loss")

@@ -15,6 +15,7 @@ from sequifier.config.errors import UserError
 from sequifier.training.metrics import FILES
 
 SPLITS = dict(zip(("training", "validation"), FILES))
+READ_FIELDS = ("run_id", "phase", "dataset", "part", "epoch", "target", "metric", "value")
 
 
 @dataclass
@@ -41,19 +42,26 @@ class History:
 
 def read_history(folder: Path) -> History:
     """The latest run's history in `folder`; a UserError when the folder holds no metric files."""
+    if not Path(folder).is_dir():
+        raise UserError(str(folder), "is not a folder; pass a logs/<model> folder")
     paths = {split: Path(folder) / name for split, name in SPLITS.items()}
     if not any(path.is_file() for path in paths.values()):
         raise UserError(str(folder), f"holds no metric files ({', '.join(FILES)}); pass a logs/<model> folder")
     rows = {split: _rows(path) for split, path in paths.items()}
+    if not any(rows.values()):
+        raise UserError(str(folder), "its metric files hold no rows yet: a run writes them after its first epoch")
     latest = next((r[-1]["run_id"] for r in (rows["validation"], rows["training"]) if r), None)
     history = History()
     for split, split_rows in rows.items():
         mine = [row for row in split_rows if row["run_id"] == latest]
         several_parts = len({row["part"] for row in mine if row["target"] != "aggregate"}) > 1
         for row in mine:
-            epoch = int(row["epoch"])
+            try:
+                epoch, value = int(row["epoch"]), float(row["value"])
+            except (TypeError, ValueError):
+                raise UserError(str(paths[split]), f"holds a row that is not a metric row: {row}") from None
             name = f"{row['part']}/{row['target']}" if several_parts and row["part"] else row["target"]
-            history.values.setdefault((split, name, row["metric"]), {})[epoch] = float(row["value"])
+            history.values.setdefault((split, name, row["metric"]), {})[epoch] = value
             history.phases[epoch] = row["phase"]
             history.dataset = row["dataset"]
     return history
@@ -62,5 +70,12 @@ def read_history(folder: Path) -> History:
 def _rows(path: Path) -> list[dict[str, str]]:
     if not path.is_file():
         return []
-    with path.open(newline="") as handle:
-        return list(csv.DictReader(handle))
+    try:
+        with path.open(newline="", encoding="utf-8") as handle:
+            reader = csv.DictReader(handle)
+            missing = [name for name in READ_FIELDS if name not in (reader.fieldnames or READ_FIELDS)]
+            if missing:
+                raise UserError(str(path), f"lacks the metric columns {', '.join(missing)}; it is not a metric file")
+            return list(reader)
+    except (UnicodeDecodeError, csv.Error) as error:
+        raise UserError(str(path), f"is not a readable metric file ({error})") from None

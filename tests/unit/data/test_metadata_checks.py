@@ -158,3 +158,10 @@ def test_a_split_folder_lists_each_shard_once_and_counts_them_all(files, total, 
     with pytest.raises(UserError, match=message) as error:
         read_folder_metadata(tmp_path)
     assert error.value.where == str(tmp_path / "metadata.json")
+
+
+def test_splits_aligned_for_prediction_are_refused_naming_the_field(tmp_path: Path):
+    """3.x's prediction-aligned windows would be read as plain windows, leaving positions unpredicted."""
+    data = with_change("prediction_aligned_splits", [1, 2])
+    with pytest.raises(UserError, match=r"prediction_aligned_splits is \[1, 2\]: windows aligned for prediction"):
+        metadata_from_dict(data, "events.json")

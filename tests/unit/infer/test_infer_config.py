@@ -75,7 +75,8 @@ def test_refused_combinations_name_the_field(tmp_path: Path, fields: dict, where
 def test_fields_without_an_effect_are_accepted_with_a_notice(tmp_path: Path):
     config = _load(tmp_path, deterministic=True, dataset="events", part="original")
     assert notices(config) == [
-        "deterministic: ignored; inference here gives the same results for the same seed",
+        "deterministic: ignored; inference here gives the same results for the same seed (with infer_with_dropout, "
+        "for the same seed and inference_batch_size)",
         "dataset: ignored; it selects a part of training_config_path, which is not set",
         "part: ignored; it selects a part of training_config_path, which is not set",
     ]

@@ -505,6 +505,20 @@ CASES = [
         "is categorical in {root}/configs/old.json but real in {root}/" + DATA,
     ),
     (
+        "reused metadata hashes rare values",
+        {"metadata_config_path": "configs/old.json"},
+        {
+            DATA: good_table(),
+            "configs/old.json": {
+                **reused_metadata({"event": "Int64", "amount": "Float64"}),
+                "cardinality_config": {"event": {"top_k": 1, "hashing": {"num_buckets": 2}}},
+            },
+        },
+        None,
+        "metadata_config_path",
+        "maps rare values to hash buckets (cardinality_config)",
+    ),
+    (
         "reused metadata has more columns",
         {"metadata_config_path": "configs/old.json"},
         {

@@ -142,3 +142,32 @@ def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
     assert payload["sequences"]["level"].dtype == torch.float32
     assert payload["sequences"]["kind"].tolist() == [[0, 0, 3, 0, 4, 3, 0, 4]]  # 2 padding slots, then a, null, b, ...
     assert payload["left_pad_lengths"].tolist() == [2] and payload["start_item_positions"].tolist() == [-2]
+
+
+def boolean_channel_input(tmp_path) -> object:
+    """The reference raw data with `channel` a boolean column (web or not)."""
+    table = pq.read_table(REFERENCE_PARQUET)
+    web = pa.compute.equal(table.column("channel"), "web")
+    path = tmp_path / "flags.parquet"
+    pq.write_table(table.set_column(table.schema.get_field_index("channel"), "channel", web), path)
+    return path
+
+
+@pytest.mark.parametrize(
+    "channel_map, warned", [({"0": 3, "1": 4}, False), ({"no": 3, "yes": 4}, True)], ids=["3x-spelling", "unknown"]
+)
+def test_a_reused_map_of_a_boolean_column_in_3x_spelling_is_applied(tmp_path, monkeypatch, capsys, channel_map, warned):
+    earlier = read_json(REFERENCE_METADATA)
+    earlier["id_maps"]["channel"] = channel_map
+    earlier["n_classes"]["channel"] = 5
+    (tmp_path / "configs").mkdir(parents=True)
+    (tmp_path / "configs" / "old.json").write_text(json.dumps(earlier))
+    data = boolean_channel_input(tmp_path)
+    metadata = preprocess(tmp_path, monkeypatch, data_file=data, metadata_config_path="configs/old.json")
+    ids = first_window_values(tmp_path, metadata, "channel")
+    said = "warning: channel: none of its values is in the id map used" in capsys.readouterr().err
+    assert said == warned
+    if warned:
+        assert set(np.unique(ids)) <= {0, 1}
+    else:
+        assert {3, 4} <= set(np.unique(ids)) <= {0, 3, 4}

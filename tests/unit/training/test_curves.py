@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 
 import pytest
 
+from sequifier.commands import plot
 from sequifier.config.errors import UserError
 from sequifier.training.curves import CURVES_FILE, draw_curves, draw_sweep
 from sequifier.training.history import read_history
@@ -14,17 +16,18 @@ from sequifier.training.metrics import MetricsFile
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
-def write_run(folder: Path, run_id: str, losses: list[float], phases: list[str]) -> None:
+def write_run(folder: Path, run_id: str, losses: list[float], phases: list[str], target: str = "event") -> None:
     """Epoch e: training loss losses[e], validation loss losses[e] + 0.1, baseline 3.0."""
+    folder.mkdir(parents=True, exist_ok=True)
     training = MetricsFile(folder / "training-metrics.csv", run_id)
     validation = MetricsFile(folder / "validation-metrics.csv", run_id)
     for epoch, (loss, phase) in enumerate(zip(losses, phases), start=1):
         common = dict(phase=phase, dataset="main", epoch=epoch, global_step=10 * epoch, learning_rate=0.1)
-        for target in ("event", "aggregate"):
-            part = "" if target == "aggregate" else "p"
-            training.write(**common, part=part, target=target, metric="loss", value=loss)
-            validation.write(**common, part=part, target=target, metric="loss", value=loss + 0.1)
-            validation.write(**common, part=part, target=target, metric="baseline_loss", value=3.0)
+        for name in (target, "aggregate"):
+            part = "" if name == "aggregate" else "p"
+            training.write(**common, part=part, target=name, metric="loss", value=loss)
+            validation.write(**common, part=part, target=name, metric="loss", value=loss + 0.1)
+            validation.write(**common, part=part, target=name, metric="baseline_loss", value=3.0)
     training.close()
     validation.close()
 
@@ -76,3 +79,42 @@ def test_draw_sweep_writes_a_png(tmp_path: Path):
         write_run(tmp_path / name, "r", losses, ["p", "p"])
     path = draw_sweep([("lr=0.1", [tmp_path / "a"]), ("lr=0.3", [tmp_path / "b"])], tmp_path / "sweep.png")
     assert path.read_bytes().startswith(PNG_MAGIC)
+
+
+@pytest.mark.parametrize(
+    "content, said",
+    [
+        (bytes(range(256)) * 2, "is not a readable metric file"),
+        (b"a,b,c\n1,2,3\n", "lacks the metric columns run_id, phase"),
+        (b"", "hold no rows yet"),
+        (b"run_id,phase,dataset,part,epoch,global_step,target,metric,value,learning_rate\n", "hold no rows yet"),
+        (b"run_id,phase,dataset,part,epoch,target,metric,value\nr,p,d,,one,event,loss,2.0\n", "not a metric row"),
+    ],
+    ids=["binary", "other-columns", "empty", "header-only", "epoch-not-a-number"],
+)
+def test_a_metric_file_that_is_not_one_is_a_user_error_naming_it(tmp_path: Path, content: bytes, said: str):
+    (tmp_path / "training-metrics.csv").write_bytes(content)
+    with pytest.raises(UserError, match=said):
+        draw_curves(tmp_path)
+
+
+def test_a_folder_that_does_not_exist_is_named_as_such(tmp_path: Path):
+    with pytest.raises(UserError, match="is not a folder"):
+        draw_curves(tmp_path / "missing")
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "1e400", "-1", "x", ""])
+def test_a_floor_that_is_not_a_finite_loss_is_refused(tmp_path: Path, value: str):
+    write_run(tmp_path, "r", [2.0], ["main"])
+    with pytest.raises(UserError, match="a finite number, at least 0") as caught:
+        plot.run(argparse.Namespace(folders=[tmp_path], floor=[f"event={value}"]))
+    assert caught.value.where == "--floor" and not (tmp_path / CURVES_FILE).exists()
+
+
+def test_floors_are_checked_against_every_folder_before_any_picture_is_drawn(tmp_path: Path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    write_run(first, "r", [2.0], ["main"])
+    write_run(second, "r", [2.0], ["main"], target="amount")
+    with pytest.raises(UserError, match="has no target 'event'"):
+        plot.run(argparse.Namespace(folders=[first, second], floor=["event=1.0"]))
+    assert not (first / CURVES_FILE).exists()

@@ -1,0 +1,37 @@
+"""Which model file a `model_path` names: the file itself, else the newest match of its glob pattern."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from sequifier.config.errors import UserError
+from sequifier.infer.runner import resolve_model_path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project whose own path holds glob characters, with two models of one name."""
+    root = tmp_path / "runs[1]*"
+    (root / "models").mkdir(parents=True)
+    for epoch, when in ((1, 1_000_000), (2, 2_000_000)):
+        model = root / "models" / f"m[a]-best-{epoch}.onnx"
+        model.write_bytes(b"onnx")
+        os.utime(model, (when, when))
+    return root
+
+
+def test_a_file_named_with_glob_characters_is_that_file(project: Path):
+    assert resolve_model_path(project, "models/m[a]-best-1.onnx") == project / "models" / "m[a]-best-1.onnx"
+
+
+def test_a_pattern_under_a_project_path_with_glob_characters_picks_the_newest_match(project: Path):
+    assert resolve_model_path(project, "models/m?a?-best-*.onnx") == project / "models" / "m[a]-best-2.onnx"
+
+
+def test_a_pattern_without_a_match_names_the_config_field(project: Path):
+    with pytest.raises(UserError, match="no model file matches") as error:
+        resolve_model_path(project, "models/other-*.onnx")
+    assert error.value.where == "model_path"
