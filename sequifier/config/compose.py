@@ -180,6 +180,9 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
                 _check_override_keys(compose(config_name=ENTRY_NAME, overrides=selections + [SEARCH_PATH]), overrides)
                 raise
     except (HydraException, OmegaConfBaseException) as error:
+        merging = re.fullmatch(r"Error merging override (.+)", " ".join(str(error).split()))
+        if merging and error.__cause__ is not None:
+            raise _merge_error(merging.group(1), error.__cause__) from None
         raise _composition_error(entry, overrides, " ".join(str(error).split())) from None
     except ValueError as error:  # Hydra's answer to a config group given null, e.g. model=null
         nulls = [o for o in overrides if o.partition("=")[2].strip() in ("null", "~", "")]
@@ -188,6 +191,18 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
         raise UserError(
             where, f"{problem}; a config group takes the name of a preset, and ~KEY removes a field"
         ) from None
+
+
+def _merge_error(override: str, cause: BaseException) -> UserError:
+    """Why OmegaConf could not apply an override, named by the override (Hydra names the config file)."""
+    problem, _, rest = str(cause).partition("\n")
+    key = re.search(r"full_key: (\S+)", rest)
+    at = f" at {key.group(1)}" if key else ""
+    if "Cannot merge DictConfig with ListConfig" in problem or "Cannot merge ListConfig with DictConfig" in problem:
+        return UserError(override, f"cannot apply it{at}: a list and a mapping of fields do not replace one another")
+    if "list index out of range" in problem:
+        return UserError(override, f"cannot apply it{at}: the index is past the list's end; set the whole list instead")
+    return UserError(override, f"cannot apply it{at}: {' '.join(problem.split())}")
 
 
 def _composition_error(entry: TrainEntry, overrides: list[str], message: str) -> UserError:
@@ -214,6 +229,14 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             chosen[-1] if chosen else f"~{key}",
             f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
             f"(set {key}=<value> instead)",
+        )
+    not_listed = re.search(r"Could not delete '([^'/=]+)'\. No match in the defaults list", message)
+    if not_listed:
+        key = not_listed.group(1)
+        chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
+        return UserError(
+            chosen[-1] if chosen else f"~{key}",
+            f"{key} is a section every train config needs, so it cannot be removed; change its fields instead",
         )
     unknown_group = re.search(r"Could not (?:override|delete) '([^'=]+/[^'=]+)'", message)
     if unknown_group and not unknown_group.group(1).startswith("hydra/"):

@@ -128,3 +128,28 @@ def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
     with pytest.raises(UserError, match="needs quotes around it: key='value'"):
         parse_overrides(["model_name=модель✓"])
     assert parse_overrides(["model_name='модель✓'"]).all == ["model_name='модель✓'"]
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        (
+            "model.backbone.architecture=[1,2]",
+            "at model.backbone.architecture: a list and a mapping of fields do not replace one another",
+        ),
+        (
+            "model.interface.input_columns.5=x",
+            "at model.interface.input_columns[5]: the index is past the list's end",
+        ),
+    ],
+)
+def test_an_override_omegaconf_cannot_merge_is_named_with_the_reason(config_file: Path, override, problem):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, [override])
+    assert caught.value.where == override and problem in caught.value.problem
+
+
+def test_removing_a_whole_section_is_refused_naming_the_override(config_file: Path):
+    with pytest.raises(UserError, match="model is a section every train config needs") as caught:
+        compose_config(config_file, parse_overrides(["~model"]).all)
+    assert caught.value.where == "~model"
