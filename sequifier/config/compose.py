@@ -205,6 +205,12 @@ def _merge_error(override: str, cause: BaseException) -> UserError:
     return UserError(override, f"cannot apply it{at}: {' '.join(problem.split())}")
 
 
+def _deletion_error(key: str, overrides: list[str], problem: str) -> UserError:
+    """`problem`, named by the `~key` override that asked for the deletion."""
+    chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
+    return UserError(chosen[-1] if chosen else f"~{key}", problem)
+
+
 def _composition_error(entry: TrainEntry, overrides: list[str], message: str) -> UserError:
     """Hydra's error, named by the override that chose a missing preset (and without its search path) if one did."""
     missing = re.search(r"Could not find '([^']+)'", message)
@@ -224,19 +230,17 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
     deleted = re.search(r"Could not delete from config\. '([^']+)' does not exist", message)
     if deleted:
         key = deleted.group(1)
-        chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
-        return UserError(
-            chosen[-1] if chosen else f"~{key}",
+        return _deletion_error(
+            key,
+            overrides,
             f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
             f"(set {key}=<value> instead)",
         )
     not_listed = re.search(r"Could not delete '([^'/=]+)'\. No match in the defaults list", message)
     if not_listed:
         key = not_listed.group(1)
-        chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
-        return UserError(
-            chosen[-1] if chosen else f"~{key}",
-            f"{key} is a section every train config needs, so it cannot be removed; change its fields instead",
+        return _deletion_error(
+            key, overrides, f"{key} is a section every train config needs, so it cannot be removed; change its fields"
         )
     unknown_group = re.search(r"Could not (?:override|delete) '([^'=]+/[^'=]+)'", message)
     if unknown_group and not unknown_group.group(1).startswith("hydra/"):
