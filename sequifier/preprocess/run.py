@@ -19,6 +19,7 @@ from sequifier.preprocess.columns import ColumnPlan, plan_columns
 from sequifier.preprocess.depth import DEPTH_PAYLOAD_VERSION, DEPTH_WINDOWS_PER_SHARD
 from sequifier.preprocess.groups import DuplicatePosition, Group, locate_duplicate, partition, plan_groups
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
+from sequifier.preprocess.moment_tree import TreeNodes, tree_moments
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
 from sequifier.preprocess.parallel import run_tasks
 from sequifier.preprocess.progress import log
@@ -28,7 +29,7 @@ from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.preprocess.staging import Staging
-from sequifier.preprocess.statistics import Moments, squeeze_warning, statistics_of
+from sequifier.preprocess.statistics import squeeze_warning, statistics_of
 from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
 
@@ -95,12 +96,13 @@ def _fit(
     of the rows used for fitting. The pass also checks for duplicate positions.
     """
     progress = Progress("preprocess fit", sum(g.rows for g in groups))
-    totals = {name: Moments() for name in shared.columns.real}
+    nodes: dict[str, list[TreeNodes]] = {name: [] for name in shared.columns.real}
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
     gaps = PositionGaps()
     try:
         for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores), strict=True):
-            totals = {name: totals[name].merged(fit.moments[name]) for name in totals}
+            for name, part in fit.moments.items():
+                nodes[name].append(part)
             for name, values in fit.values.items():
                 distinct[name].add(values)
             gaps = gaps.merged(fit.gaps)
@@ -119,7 +121,8 @@ def _fit(
     fitted_values = {name: values.result() for name, values in distinct.items()}
     if reused is not None:
         known = reused.metadata.selected_columns_statistics
-        return {name: dict(known[name]) for name in totals if name in known}, fitted_values
+        return {name: dict(known[name]) for name in nodes if name in known}, fitted_values
+    totals = {name: tree_moments(parts) for name, parts in nodes.items()}
     statistics = {name: statistics_of(name, moments) for name, moments in totals.items()}
     for name, moments in totals.items():
         warning = squeeze_warning(name, moments, statistics[name]["std"])

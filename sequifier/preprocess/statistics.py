@@ -1,4 +1,4 @@
-"""Normalization statistics: per-group moments of real columns, merged exactly enough to give the 3.x mean and std."""
+"""Normalization statistics of a real column from its moments (moment_tree sums them over the sequences)."""
 
 from __future__ import annotations
 
@@ -21,27 +21,6 @@ class Moments:
     m2: float = 0.0
     low: float = float("inf")
     high: float = float("-inf")
-
-    @staticmethod
-    def of(values: np.ndarray) -> "Moments":
-        if values.size == 0:
-            return Moments()
-        with np.errstate(over="ignore", invalid="ignore"):  # overflow is refused by statistics_of, naming the column
-            mean = float(values.mean())
-            m2 = float(np.square(values - mean).sum())
-        return Moments(int(values.size), mean, m2, float(values.min()), float(values.max()))
-
-    def merged(self, other: "Moments") -> "Moments":
-        """Moments of both sets of values together (Chan et al.'s pairwise update)."""
-        if other.count == 0:
-            return self
-        if self.count == 0:
-            return other
-        count = self.count + other.count
-        delta = other.mean - self.mean
-        mean = self.mean + delta * other.count / count
-        m2 = self.m2 + other.m2 + delta * delta * self.count * other.count / count
-        return Moments(count, mean, m2, min(self.low, other.low), max(self.high, other.high))
 
 
 def statistics_of(name: str, moments: Moments) -> dict[str, float]:

@@ -14,9 +14,9 @@ from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import Items, item_masks, item_values, load_items
 from sequifier.preprocess.groups import Group, SortedGroup, load_sorted, sequence_layout
 from sequifier.preprocess.idmaps import CategoricalCodes
+from sequifier.preprocess.moment_tree import TreeNodes, group_nodes
 from sequifier.preprocess.outputs import OutputForm, write_task_split
 from sequifier.preprocess.splitting import SplitPolicy, row_splits
-from sequifier.preprocess.statistics import Moments
 from sequifier.preprocess.windows import build_split_windows
 
 
@@ -62,7 +62,7 @@ def _loaded(shared: SharedWork, group: Group, columns: list[str] | None = None) 
 class GroupFit:
     """One group's share of the fit: moments per real column, distinct values per categorical column."""
 
-    moments: dict[str, Moments]
+    moments: dict[str, TreeNodes]
     values: dict[str, pa.Array]
     gaps: PositionGaps
 
@@ -106,12 +106,17 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     splits = row_splits(shared.split, item_group)
     fit_items = None if shared.fit_on_all_data else splits == 0
     fit_rows = fit_items[items.item_of_row] if items is not None and fit_items is not None else fit_items
+    n_sequences = group.end_sequence - group.first_sequence
+    sequence_of_item = np.repeat(np.arange(n_sequences), item_group.lengths)
     moments = {}
     for name in columns.real:
         deep = name in columns.deep
         values = _real_values(rows if deep else item_group.table, name)
+        sequence = sequence_of_item[items.item_of_row] if deep else sequence_of_item
         chosen = fit_rows if deep else fit_items
-        moments[name] = Moments.of(values if chosen is None else values[chosen])
+        if chosen is not None:
+            values, sequence = values[chosen], sequence[chosen]
+        moments[name] = group_nodes(values, sequence, group.first_sequence, n_sequences)
     distinct = {}
     for name in columns.categorical:
         column = rows.column(name)

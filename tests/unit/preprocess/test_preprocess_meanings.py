@@ -171,3 +171,16 @@ def test_a_reused_map_of_a_boolean_column_in_3x_spelling_is_applied(tmp_path, mo
         assert set(np.unique(ids)) <= {0, 1}
     else:
         assert {3, 4} <= set(np.unique(ids)) <= {0, 3, 4}
+
+
+def test_statistics_are_the_same_bits_whatever_the_grouping_of_the_sequences(tmp_path, monkeypatch):
+    """n_cores and the output form decide the groups; the fitted statistics must not depend on them."""
+    runs = [{"n_cores": 1}, {"n_cores": 2}, {"n_cores": 2, "merge_output": False, "write_format": "pt"}]
+    fitted = [
+        preprocess(tmp_path / f"run-{index}", monkeypatch, **changes)["selected_columns_statistics"]
+        for index, changes in enumerate(runs)
+    ]
+    assert fitted[0] == fitted[1] == fitted[2]
+    earlier = read_json(REFERENCE_METADATA)["selected_columns_statistics"]  # 3.1.1.0's, to the last digits
+    for name, statistics in fitted[0].items():
+        assert statistics == pytest.approx(earlier[name], rel=1e-13)

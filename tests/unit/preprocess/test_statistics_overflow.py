@@ -13,7 +13,8 @@ import yaml
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.preprocess import run_preprocess
-from sequifier.preprocess.statistics import Moments, statistics_of
+from sequifier.preprocess.moment_tree import group_nodes, tree_moments
+from sequifier.preprocess.statistics import statistics_of
 
 
 def _project(root: Path, amounts: np.ndarray) -> Path:
@@ -49,8 +50,8 @@ def test_values_near_the_float_limit_are_refused_naming_the_column(big, tmp_path
 
 def test_finite_moments_of_large_values_are_kept():
     values = np.array([1e150, 2e150, 3e150])
-    merged = Moments.of(values[:1]).merged(Moments.of(values[1:]))
-    statistics = statistics_of("amount", merged)
+    parts = [group_nodes(values[:1], np.zeros(1, np.int64), 0, 1), group_nodes(values[1:], np.zeros(2, np.int64), 1, 1)]
+    statistics = statistics_of("amount", tree_moments(parts))
     assert statistics == pytest.approx({"mean": 2e150, "std": 1e150})
 
 
