@@ -116,21 +116,19 @@ class Trainer:
 
     def _phase_steps(self, phase_index: int) -> int:
         phase = self.spec.config.training_plan.phases[phase_index]
-        seed = lambda epoch: stream_seed(self.spec.config.seed, "select", phase_index, epoch)
+        seed = lambda epoch: self._selection_seed(phase_index, epoch)
         counts = self._batch_counts()
         return phase_optimizer_steps(self.spec.config, phase, counts, self.training.accumulation_steps, seed)
+
+    def _selection_seed(self, phase_index: int, epoch: int) -> int:
+        return stream_seed(self.spec.config.seed, "select", phase_index, epoch)
 
     def _batch_counts(self) -> dict[tuple[str, str], int]:
         return {key: math.ceil(len(part.train) / self.training.batch_size) for key, part in self.parts.items()}
 
     def _schedule(self, phase_index: int, epoch: int) -> list[PlannedBatch]:
         phase = self.spec.config.training_plan.phases[phase_index]
-        return phase_epoch(
-            self.spec.config,
-            phase,
-            self._batch_counts(),
-            stream_seed(self.spec.config.seed, "select", phase_index, epoch),
-        )
+        return phase_epoch(self.spec.config, phase, self._batch_counts(), self._selection_seed(phase_index, epoch))
 
     def run(self) -> TrainResult:
         resume_from = checkpoint_to_resume(self.spec)
