@@ -18,6 +18,10 @@ def column_name_problem(name: str) -> Optional[str]:
         return "is empty"
     if "." in name:
         return "holds a '.', which the network's module names cannot"
+    if "/" in name or "\\" in name:
+        return "holds a path separator ('/' or '\\'), which infer's per-target output folders cannot"
+    if any(ord(character) < 32 or ord(character) == 127 for character in name):
+        return "holds a control character (a tab, a line break, ...), which infer's output folders and files cannot"
     if name.isdigit():
         return "is only digits, which an ONNX graph's input names cannot be"
     if name in RESERVED:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
-from sequifier.data.column_names import PAD_INPUT
+from sequifier.data.column_names import PAD_INPUT, column_name_problem
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, check_id_map
 
 if TYPE_CHECKING:  # reading a contract (ONNX inference) needs no torch
@@ -217,6 +217,8 @@ def check_contract(contract: Any, where: str) -> None:
     for name in [*inputs, *targets]:
         if name not in columns:
             raise problem(f"columns has no entry for {name!r}")
+        if (naming := column_name_problem(name)) is not None:
+            raise problem(f"the column name {name!r} {naming}")
         _check_column(name, columns[name], problem)
     if not 1 <= contract["context_length"] <= MAX_CONTEXT_LENGTH:
         raise problem(f"context_length must be from 1 to {MAX_CONTEXT_LENGTH}")

@@ -1,4 +1,4 @@
-"""Row checks of one input batch: integer identifiers, finite reals, present split values.
+"""Row checks of one input batch: integer identifiers, finite reals, present (and not NaN) split values.
 
 Errors name the column, row and file.
 """
@@ -59,6 +59,12 @@ def check_reals(batch: Batch, names: list[str]) -> None:
 
 
 def check_present(batch: Batch, name: str, role: str) -> None:
+    """Every value present and, in a floating point column, not NaN (which no cutoff orders)."""
     column = batch.data.column(name)
     if column.null_count:
         raise UserError(name, f"{role} has a missing value at {batch.where(_first_null(column))}")
+    if pa.types.is_floating(column.type):
+        nan = pc.is_nan(column).to_numpy(zero_copy_only=False)
+        if nan.any():
+            row = int(np.flatnonzero(nan)[0])
+            raise UserError(name, f"{role} has a NaN value at {batch.where(row)}, which no split_values cutoff orders")

@@ -154,12 +154,11 @@ def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[Re
 
 
 def _missing_hint(name: str, names: list[str]) -> str:
-    """What the header probably got wrong: spaces around a name, or fields not separated by commas."""
+    """What the header probably got wrong: spaces around a name, or a misspelling (a csv header without commas is
+    refused when the file is opened)."""
     spaced = [n for n in names if n.strip() == name]
     if spaced:
         return f" (a column is named {spaced[0]!r}: remove the spaces around the name)"
-    if len(names) == 1 and any(mark in names[0] for mark in ";\t|"):
-        return f" (its header reads as the one column {names[0][:60]!r}: fields must be separated by commas)"
     return did_you_mean(name, names)
 
 

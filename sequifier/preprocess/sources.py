@@ -145,6 +145,15 @@ def _csv_schema(path: Path) -> pa.Schema:
             str(path),
             f"is {compression}-compressed; csv inputs must be plain text: decompress it, or convert it to parquet",
         )
+    if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:4096]:
+        raise UserError(str(path), "is UTF-16 or binary, not UTF-8 text; save the input as UTF-8 (or as parquet)")
+    header = next(line for line in head.decode("utf-8", errors="replace").splitlines() if line.strip()).strip()
+    if "," not in header:
+        raise UserError(
+            str(path),
+            f"its header {_printable(header)[:60]!r} holds no comma: csv fields must be separated by commas "
+            "(sequenceId, itemPosition and at least one feature column)",
+        )
     try:
         table = pv.read_csv(
             pa.py_buffer(head),
@@ -190,7 +199,9 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
     first_path, first = known[0]
     numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) for _, t in known)
     if numeric and any(pa.types.is_floating(t) for _, t in known):
-        return pa.float64() if any(t != first for _, t in known) else first
+        if all(t == first for _, t in known):
+            return first
+        return pa.float32() if all(pa.types.is_float16(t) or pa.types.is_float32(t) for _, t in known) else pa.float64()
     if numeric:
         return pa.int64() if any(t != first for _, t in known) else first
     for path, arrow_type in known:

@@ -43,6 +43,18 @@ def deeper(contract: dict) -> None:
         node = node["extra"]
 
 
+def rename_target(name: str):
+    """A change that renames the contract's categorical target everywhere the contract names it."""
+
+    def change(contract: dict) -> None:
+        for role in ("input_columns", "target_columns"):
+            contract[role] = [name if column == "event" else column for column in contract[role]]
+        contract["columns"][name] = contract["columns"].pop("event")
+        contract["class_ids"][name] = contract["class_ids"].pop("event")
+
+    return change
+
+
 BAD_CONTRACTS = [
     ("no-known-keys", lambda c: c.clear() or c.update(a=1), "version is missing"),
     ("missing-key", lambda c: c.pop("target_columns"), "target_columns is missing"),
@@ -60,6 +72,7 @@ BAD_CONTRACTS = [
     ("outputs-of-another-artifact", lambda c: c["outputs"].update(embedding="x"), "outputs must name"),
     ("future-version", lambda c: c.update(version=9), "version 9 is not supported"),
     ("nested-too-deeply", deeper, "nested deeper than"),
+    ("target-named-like-a-path", rename_target("/tmp/escaped"), "'/tmp/escaped' holds a path separator"),
 ]
 
 

@@ -201,6 +201,14 @@ CASES = [
         "NaN/infinite value (nan) at row 8 of {root}/" + DATA,
     ),
     ("inf real", {}, {DATA: amount_with(float("inf"))}, None, "amount", "infinite"),
+    (
+        "NaN in a split_column that is no feature (it fell into the last split)",
+        {**CUTOFF, "selected_columns": ["event"]},
+        {DATA: amount_with(float("nan"))},
+        None,
+        "amount",
+        "split_column has a NaN value at row 8 of {root}/" + DATA,
+    ),
     ("missing real", {}, {DATA: amount_with(None)}, None, "amount", "missing value at row 8"),
     ("empty input", {}, {DATA: good_table().slice(0, 0)}, None, "{root}/" + DATA, "no rows"),
     ("empty csv file", CSV_INPUT, {CSV: ""}, None, "{root}/" + CSV, "empty"),
@@ -404,8 +412,24 @@ CASES = [
         CSV_INPUT,
         {CSV: "sequenceId;itemPosition;event\n0;0;a\n0;1;b\n"},
         None,
-        "sequenceId",
-        "its header reads as the one column 'sequenceId;itemPosition;event': fields must be separated by commas",
+        "{root}/" + CSV,
+        "its header 'sequenceId;itemPosition;event' holds no comma: csv fields must be separated by commas",
+    ),
+    (
+        "a csv separated by semicolons whose value holds a quoted comma",
+        CSV_INPUT,
+        {CSV: 'sequenceId;itemPosition;event\n0;0;"a,b"\n0;1;b\n'},
+        None,
+        "{root}/" + CSV,
+        "holds no comma: csv fields must be separated by commas",
+    ),
+    (
+        "a csv saved as UTF-16",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event\n0,0,a\n0,1,b\n".encode("utf-16")},
+        None,
+        "{root}/" + CSV,
+        "is UTF-16 or binary, not UTF-8 text",
     ),
     (
         "a csv with spaces after its commas",
@@ -446,6 +470,14 @@ CASES = [
         None,
         "selected_columns",
         "the column name 'a.b' holds a '.'",
+    ),
+    (
+        "a column whose name is an absolute path (infer would write its probabilities there)",
+        {},
+        {DATA: good_table().rename_columns(["sequenceId", "itemPosition", "/tmp/escaped", "amount"])},
+        None,
+        "{root}/" + DATA,
+        "the column name '/tmp/escaped' holds a path separator",
     ),
     (
         "split_values numbers for text",
@@ -715,7 +747,23 @@ def test_sigterm_removes_staged_outputs_and_restores_the_handler(tmp_path, monke
     assert leftovers(tmp_path, {DATA, CONFIG}) == []
 
 
-@pytest.mark.parametrize("name", ["", "x.y", "0", "12", "left_pad_lengths", "windowStartOffset", "leftPadLength"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "",
+        "x.y",
+        "0",
+        "12",
+        "left_pad_lengths",
+        "windowStartOffset",
+        "leftPadLength",
+        "/tmp/x",
+        "a/b",
+        "a\\b",
+        "a\nb",
+        "t\tab",
+    ],
+)
 def test_names_the_network_its_graph_or_the_outputs_cannot_carry_are_refused(name):
     assert column_name_problem(name) is not None
 

@@ -184,3 +184,22 @@ def test_statistics_are_the_same_bits_whatever_the_grouping_of_the_sequences(tmp
     earlier = read_json(REFERENCE_METADATA)["selected_columns_statistics"]  # 3.1.1.0's, to the last digits
     for name, statistics in fitted[0].items():
         assert statistics == pytest.approx(earlier[name], rel=1e-13)
+
+
+def test_a_folder_of_float16_and_float32_files_keeps_float32_reals(tmp_path, monkeypatch):
+    folder = tmp_path / "input"
+    folder.mkdir()
+    for index, dtype in enumerate((np.float16, np.float32)):
+        table = pa.table(
+            {
+                "sequenceId": np.full(6, index, dtype=np.int64),
+                "itemPosition": np.arange(6),
+                "kind": ["a", "b", "a", "b", "a", "b"],
+                "level": pa.array(np.arange(6).astype(dtype)),
+            }
+        )
+        pq.write_table(table, folder / f"part-{index}.parquet")
+    metadata = preprocess(
+        tmp_path / "p", monkeypatch, data_file=folder, selected_columns=None, window_length=4, split_ratios=[1.0]
+    )
+    assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
