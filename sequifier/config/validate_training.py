@@ -145,16 +145,33 @@ def config_warnings(config: TrainConfig) -> list[str]:
     """Valid but easily misread settings, said once before training."""
     training = config.global_training
     scheduler = training.scheduler or {}
+    warnings = []
     if (
         training.scheduler_step_on == "batch"
         and training.reset_optimization_on_phase
         and EPOCH_SCHEDULE_ARGUMENT in scheduler
     ):
-        return [
+        warnings.append(
             f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} "
             "applies to each phase separately (reset_optimization_on_phase is true)"
-        ]
-    return []
+        )
+    return warnings + _idle_selection_settings(config)
+
+
+def _idle_selection_settings(config: TrainConfig) -> list[str]:
+    """Selection settings a phase's mode never reads: a sequential phase selects nothing, and only weighted_random
+    reads the weights."""
+    warnings = []
+    for index, phase in enumerate(config.training_plan.phases):
+        where = f"training_plan.phases[{index}]"
+        if phase.mode == "sequential" and phase.selection != "round_robin":
+            warnings.append(f"{where}.selection: {phase.selection} does nothing in a sequential phase")
+        for number, source in enumerate(phase.sources):
+            if phase.mode == "sequential" and source.batches_per_selection != 1:
+                warnings.append(f"{where}.sources[{number}].batches_per_selection: does nothing in a sequential phase")
+            if source.weight != 1.0 and (phase.mode == "sequential" or phase.selection != "weighted_random"):
+                warnings.append(f"{where}.sources[{number}].weight: only selection weighted_random reads it")
+    return warnings
 
 
 def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> None:

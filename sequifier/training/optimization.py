@@ -7,6 +7,7 @@ from typing import Any, Callable, Iterable
 
 import torch
 
+from sequifier.config.errors import UserError
 from sequifier.training.precision import LossScaler, needs_loss_scaling
 
 TAKES_TOTAL_STEPS = {
@@ -43,6 +44,23 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | N
     return torch_class("scheduler", name)(optimizer, **arguments)
 
 
+def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch: bool) -> None:
+    """OneCycleLR raises once stepped past its configured length: a length shorter than the `steps` a phase
+    takes (optimizer steps when stepped per batch, else epochs) is refused before the first step."""
+    if not config or config["name"] != "OneCycleLR":
+        return
+    where, length = "global_training.scheduler.total_steps", config.get("total_steps")
+    if length is None and config.get("epochs") is not None and config.get("steps_per_epoch") is not None:
+        where, length = "global_training.scheduler.epochs", config["epochs"] * config["steps_per_epoch"]
+    if length is not None and length < steps:
+        unit = "optimizer steps" if per_batch else "epochs"
+        raise UserError(
+            where,
+            f"gives OneCycleLR {length} steps, but a phase steps it {steps} times (its {unit}) and OneCycleLR "
+            f"cannot step past its end; set at least {steps}, or leave it out (each phase then gets its own length)",
+        )
+
+
 class OptimizationLifecycle:
     """Optimizer, scheduler and loss scaler across phases: new ones at every phase (reset) or one set for
     the run (continuous).
@@ -58,6 +76,7 @@ class OptimizationLifecycle:
         self.per_batch = training.scheduler_step_on == "batch"
         durations = phase_steps if self.per_batch else phase_epochs
         self.durations = durations if training.reset_optimization_on_phase else [sum(durations)] * len(durations)
+        check_scheduler_length(training.scheduler, max(self.durations, default=0), self.per_batch)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
         self.scaler = LossScaler(False)

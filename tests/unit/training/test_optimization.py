@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from sequifier.config.errors import UserError
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.training.optimization import OptimizationLifecycle
 
@@ -66,3 +67,29 @@ def test_optimizer_state_across_the_phase_boundary(reset):
         assert cycle.optimizer is not first and state == {}
     else:
         assert cycle.optimizer is first and int(state["step"]) == 1
+
+
+@pytest.mark.parametrize(
+    "reset, scheduler, refused",
+    [
+        (True, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 2}, "total_steps"),  # each phase steps it 3 times
+        (True, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 3}, None),
+        (False, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 5}, "total_steps"),  # the run steps it 6 times
+        (False, {"name": "OneCycleLR", "max_lr": 0.1, "epochs": 2, "steps_per_epoch": 2}, "epochs"),
+        (False, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 6}, None),
+    ],
+)
+def test_a_one_cycle_shorter_than_its_phase_is_refused_before_training(reset, scheduler, refused):
+    """OneCycleLR raises when stepped past its length: such a length is a config error, not a crash mid-run."""
+    if refused is None:
+        cycle = lifecycle(reset, "batch", scheduler)
+        cycle.begin_phase(0)
+        for _ in range(3 if reset else 6):  # what the plan gives a phase (reset) or the run (continuous)
+            cycle.parameters[0].grad = torch.ones(3)
+            cycle.step()
+        return
+    with pytest.raises(UserError) as error:
+        lifecycle(reset, "batch", scheduler)
+    assert error.value.where == f"global_training.scheduler.{refused}" and "cannot step past its end" in str(
+        error.value
+    )
