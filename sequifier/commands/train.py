@@ -79,6 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             "command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them"
         )
+    if multirun and len(overrides.combinations) > 1:
+        _refuse_shared_job_folders(overrides.all)
     entry = read_entry(args.config_path)
     check_launcher_keys(entry, overrides.combinations)
     overrides = with_launcher_defaults(overrides, entry)
@@ -103,6 +105,22 @@ def run(args: argparse.Namespace) -> int:
         report_sweep(chosen_sweep_dir(overrides.all, sweep_dir))
         return ended.code if isinstance(ended.code, int) else 1
     return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
+
+
+JOB_UNIQUE_KEYS = ("hydra.job.num", "hydra.job.id", "hydra.job.override_dirname")
+
+
+def _refuse_shared_job_folders(overrides: list[str]) -> None:
+    """A hydra.sweep.subdir that names no per-job value puts every job's record (result.json, train.log) in one
+    folder, where they overwrite each other and the sweep summary loses jobs."""
+    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+") == "hydra.sweep.subdir"]
+    if chosen and not any(key in chosen[-1] for key in JOB_UNIQUE_KEYS):
+        raise UserError(
+            "hydra.sweep.subdir",
+            f"{chosen[-1]!r} would be the same folder for every job of the sweep, whose records (result.json, "
+            "train.log) would overwrite each other; include ${hydra.job.num} (Hydra's default) or "
+            "${hydra.job.override_dirname}",
+        )
 
 
 def _refuse_repeated_jobs(combinations: list[list[str]], configs: list[TrainConfig]) -> None:

@@ -39,6 +39,7 @@ logger = logging.getLogger("sequifier")
 # A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
 COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 FORWARD_EVERY_S = 1.0
+HELD_WHILE_STARTING = {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, FORWARDED}
 
 
 def launch(spec: RunSpec) -> TrainResult:
@@ -113,10 +114,9 @@ def _spawned(spec: RunSpec) -> TrainResult:
     outcomes = mp.get_context("spawn").SimpleQueue()
     logger.info("starting %d training processes on this node", world_size)
     try:
-        ranks = mp.start_processes(
-            _worker, args=(spec, world_size, outcomes), nprocs=world_size, join=False, start_method="spawn"
-        )
-        with _StopsForwarded(ranks.processes) as stops:
+        with _StopsForwarded() as stops:
+            ranks = _started_with_stops_held(world_size, spec, outcomes)
+            stops.watch(ranks.processes)
             while not ranks.join(timeout=FORWARD_EVERY_S):
                 stops.repeat()
     except mp.ProcessExitedException as ended:
@@ -131,19 +131,38 @@ def _spawned(spec: RunSpec) -> TrainResult:
     return _first_result(outcomes)
 
 
+def _started_with_stops_held(world_size: int, spec: RunSpec, outcomes) -> mp.ProcessContext:
+    """The spawned ranks, started with the stop signals blocked, which they inherit: a signal sent while a rank
+    imports and unpickles (Ctrl-C to the group, FORWARDED from this process) waits until `_worker` ignores it,
+    instead of killing the rank or printing its traceback. The parent's handlers are already in place."""
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_WHILE_STARTING)
+    try:
+        return mp.start_processes(
+            _worker, args=(spec, world_size, outcomes), nprocs=world_size, join=False, start_method="spawn"
+        )
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
 class _StopsForwarded:
     """While the spawned ranks run, a stop signal to this process reaches them as their graceful stop.
 
     The first SIGINT, SIGTERM or SIGUSR1 is forwarded as FORWARDED, which a rank that got the signal too
-    ignores; a second one as SIGTERM, which stops the ranks at once. Inside a Submitit job Submitit handles them.
+    ignores; a second one as SIGTERM, which stops the ranks at once. Signals that arrive before the ranks exist
+    are forwarded once they do (`watch`). Inside a Submitit job Submitit handles them.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
 
-    def __init__(self, processes: list):
-        self.processes = processes
+    def __init__(self) -> None:
+        self.processes: list = []
         self.received = 0
         self._previous: dict[int, object] = {}
+
+    def watch(self, processes: list) -> None:
+        self.processes = processes
+        if self.received:
+            self._send(FORWARDED if self.received == 1 else signal.SIGTERM)
 
     def __enter__(self) -> "_StopsForwarded":
         if not in_submitit_job():
@@ -186,8 +205,9 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
     A rank that ends on its own leaves without the interpreter's teardown, as the `sequifier` command does:
     there, a backend thread of torch.distributed that still wakes up can abort the finished rank (SIGABRT).
     """
-    for number in (signal.SIGINT, FORWARDED):  # until training handles them (training/stop.py); the parent repeats
-        signal.signal(number, signal.SIG_IGN)
+    for number in (signal.SIGINT, signal.SIGUSR1, FORWARDED):  # until training handles them (training/stop.py)
+        signal.signal(number, signal.SIG_IGN)  # the parent forwards its stop again every FORWARD_EVERY_S
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_STARTING)
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)
     if index != 0:
         logging.getLogger("sequifier").setLevel(logging.WARNING)

@@ -198,6 +198,24 @@ def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: 
     assert latest(folder)["progress"]["global_step"] > 0
 
 
+@pytest.mark.parametrize(
+    "signal_number, whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm-parent"]
+)
+def test_a_stop_while_the_ranks_start_is_a_graceful_stop(signal_number: int, whole_group: bool, tmp_path: Path):
+    """A signal while the spawned ranks still import torch (before they ignore the forwarded stop): it waits in
+    the ranks until they do, and the run stops as it would mid-training, not as a rank killed by SIGUSR2."""
+    folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
+    job = started(folder)
+    deadline = time.monotonic() + 60
+    while len(rank_processes(job.pid)) < 2:
+        assert job.poll() is None and time.monotonic() < deadline, job.communicate()[1][-3000:]
+        time.sleep(0.01)
+    (os.killpg if whole_group else os.kill)(job.pid, signal_number)
+    _, stderr = job.communicate(timeout=120)
+    assert job.returncode == 75, stderr[-3000:]
+    assert "Traceback" not in stderr and "killed by" not in stderr and "stopped on" in stderr
+
+
 @pytest.mark.parametrize("parallelism", ["ddp", pytest.param("fsdp", marks=pytest.mark.slow)])
 def test_a_killed_job_resumes_exactly(parallelism: str, tmp_path: Path):
     training = {"batch_size": 16, "save_interval_batches": 3, **PARALLELISMS[parallelism]}
