@@ -33,6 +33,7 @@ class HydraJob:
     multirun: bool
     overrides: tuple[str, ...]
     override_dirname: str
+    swept: tuple[tuple[str, str], ...]  # the swept keys and their values as written, unquoted
 
 
 def current_job() -> HydraJob:
@@ -40,25 +41,44 @@ def current_job() -> HydraJob:
     from hydra.types import RunMode
 
     hydra_config = HydraConfig.get()
+    task = tuple(hydra_config.overrides.task)
     return HydraJob(
         number=hydra_config.job.get("num", 0),
         run_dir=Path(hydra_config.runtime.output_dir),
         multirun=hydra_config.mode == RunMode.MULTIRUN,
-        overrides=tuple(hydra_config.overrides.task),
+        overrides=task,
         override_dirname=hydra_config.job.override_dirname,
+        swept=swept_values(task, set(hydra_config.job.config.override_dirname.exclude_keys)),
     )
 
 
-def sweep_model_name(model_name: str, override_dirname: str) -> str:
+def swept_values(task_overrides: tuple[str, ...], excluded: set[str]) -> tuple[tuple[str, str], ...]:
+    """(key, value) of the job's overrides that are not `excluded` (the sweep leaves out the keys it does not
+    sweep), in Hydra's override_dirname order; a quoted string value without its quotes, other values as written.
+    Parsed with Hydra's grammar: a value may hold the commas and '=' that override_dirname joins items with."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    pairs = []
+    for override in sorted(OverridesParser.create().parse_overrides(list(task_overrides)), key=lambda o: o.input_line):
+        if override.key_or_group in excluded:
+            continue
+        text = override.input_line.split("=", 1)[1] if "=" in override.input_line else ""
+        value = override.value()
+        if isinstance(value, str) and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+            text = value
+        pairs.append((override.key_or_group, text))
+    return tuple(pairs)
+
+
+def sweep_model_name(model_name: str, swept: tuple[tuple[str, str], ...]) -> str:
     """A model name unique to a sweep job: the base name plus the job's swept values."""
-    if not override_dirname:
+    if not swept:
         return model_name
-    pairs = [item.split("=", 1) for item in override_dirname.split(",")]
-    last_names = [key.lstrip("+~").split(".")[-1] for key, _ in pairs]
+    last_names = [key.split(".")[-1] for key, _ in swept]
     unique = len(set(last_names)) == len(last_names)
     parts = [
-        f"{(short if unique else key.lstrip('+~')).replace('/', '_')}={_as_file_name(value)}"
-        for (key, value), short in zip(pairs, last_names)
+        f"{(short if unique else key).replace('/', '_')}={_as_file_name(value)}"
+        for (key, value), short in zip(swept, last_names)
     ]
     return model_name + "-" + "-".join(parts)
 

@@ -181,7 +181,7 @@ def supported_spec(config: TrainConfig, run_dir: Path) -> RunSpec:
 def train_task(cfg: DictConfig) -> dict[str, Any]:
     """Hydra's task: the job's RunSpec -> launch. A failing job of a sweep is reported and the sweep goes on."""
     job = current_job()
-    name = sweep_model_name(str(cfg.model_name), job.override_dirname) if job.multirun else str(cfg.model_name)
+    name = sweep_model_name(str(cfg.model_name), job.swept) if job.multirun else str(cfg.model_name)
     result: dict[str, Any] = {
         "job": job.number,
         "overrides": list(job.overrides),
