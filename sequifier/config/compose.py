@@ -25,7 +25,7 @@ from sequifier.config.expand import expand_singletons
 from sequifier.config.files import MAX_NESTING, nesting
 from sequifier.config.fragments import KEY as FRAGMENTS_KEY
 from sequifier.config.fragments import compose_file
-from sequifier.config.schema import TrainConfig, hydra_defaults
+from sequifier.config.schema import TrainConfig, hydra_defaults, section_fields
 from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
@@ -282,6 +282,28 @@ def _check_placed_presets(overrides: list[str]) -> None:
             )
 
 
+ALTERNATIVE_SPELLINGS = {  # a file writes one of each pair, the singleton or the named form
+    "": ("dataset", "dataset_training"),
+    "model": ("interface", "interfaces"),
+    "training_plan": ("epochs", "phases"),
+}
+
+
+def _missing_field(walked: list[str], part: str, node: dict, override: str) -> str:
+    """Why an override's field is not in the composed file: the file's other spelling of that section, a field
+    the schema does not know (where '+' would be refused too), or a field the file leaves out ('+' adds it)."""
+    section = ".".join(walked)
+    written = [s for s in ALTERNATIVE_SPELLINGS.get(section, ()) if s != part and s in node]
+    if part in ALTERNATIVE_SPELLINGS.get(section, ()) and written:
+        spelled = f"{section}.{written[0]}" if section else written[0]
+        return f"is not in the config file, which writes {spelled} instead: override that spelling"
+    suggestion = did_you_mean(part, [str(k) for k in node])
+    known = section_fields(walked)
+    if known is not None and part not in known and not any(part in pair for pair in ALTERNATIVE_SPELLINGS.values()):
+        return "unknown field" + suggestion
+    return "is not in the config file" + suggestion + f"; to set a field the file leaves out, write +{override}"
+
+
 def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
     """An override of a field that is not there names it, with a did-you-mean, instead of Hydra's trace."""
     data = OmegaConf.to_container(base, resolve=False)
@@ -295,13 +317,7 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
             if not isinstance(node, dict):
                 break
             if part not in node:
-                where = ".".join(walked + [part])
-                raise UserError(
-                    where,
-                    "is not in the config file"
-                    + did_you_mean(part, [str(k) for k in node])
-                    + f"; to set a field the file leaves out, write +{override}",
-                )
+                raise UserError(".".join(walked + [part]), _missing_field(walked, part, node, override))
             walked.append(part)
             node = node[part]
 

@@ -434,6 +434,19 @@ def hydra_defaults() -> dict[str, Any]:
     return defaults
 
 
+def section_fields(path: list[str]) -> set[str] | None:
+    """The field names a section of the canonical schema may hold at `path` (keys from the top), or None where
+    the path leaves the schema's sections (a named map such as interfaces, a call's free arguments)."""
+    cls: Any = TrainConfig
+    for part in path:
+        hint = typing.get_type_hints(cls).get(part)
+        hint = next((a for a in typing.get_args(hint) if a is not type(None)), hint)  # Optional[X] -> X
+        if hint is None or not dataclasses.is_dataclass(hint):
+            return None
+        cls = hint
+    return {f.name for f in dataclasses.fields(cls)}
+
+
 def _defaults_of(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     out: dict[str, Any] = {}

@@ -54,7 +54,15 @@ CASES = [
     (_train_with("global_training.batch_size=abc"), ["global_training.batch_size", "'abc'"]),
     (
         _train_with("global_training.batchsize=8"),
-        ["global_training.batchsize", "did you mean 'batch_size'", "+global_training.batchsize=8"],
+        ["global_training.batchsize: unknown field (did you mean 'batch_size'?)"],
+    ),
+    (
+        _train_with("training_plan.phases[0].epochs=2"),
+        ["training_plan.phases: is not in the config file, which writes training_plan.epochs instead"],
+    ),
+    (
+        _train_with("dataset.part.file_order=name"),
+        ["dataset.part.file_order", "to set a field the file leaves out, write +dataset.part.file_order=name"],
     ),
     (_train_with("model=null"), ["model=null", "takes the name of a preset"]),
     (
