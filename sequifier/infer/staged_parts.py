@@ -1,6 +1,7 @@
 """A model's inference outputs, written into hidden folders beside their final ones and moved in once all are written.
 
-An error or an interruption while predicting leaves the previous outputs of every kind as they were. Staging
+An error or an interruption while predicting leaves the previous outputs of every kind as they were; one while
+the parts are moved in waits until they all are. Staging
 folders are temps of the final folders (atomic.temp_path_for): one that a killed run left is removed by the
 next run of the same model, whichever kinds it writes. Once in place, a folder holds this run's part files only.
 """
@@ -10,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
+from sequifier.config.errors import UserError
+from sequifier.deferred_signals import signals_deferred
 from sequifier.infer.outputs import OUTPUT_KINDS
 
 PART_SUFFIXES = (".csv", ".parquet")
@@ -36,17 +39,25 @@ class StagedParts:
         return staged
 
     def place(self) -> list[Path]:
-        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths."""
+        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths.
+
+        Anything in the way of a part file is refused before the first move, and Ctrl-C or SIGTERM wait until the
+        last one: a stop leaves this run's outputs whole, in place, and then ends the run as it would have.
+        """
+        for _, final in self.parts:
+            if final.exists() and not final.is_file():
+                raise UserError(str(final), "is in the way of a part file of this run (not a file); move it away")
         folders = {final.parent for _, final in self.parts}
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
-        for staged, final in self.parts:
-            replace_durably(staged, final)
         placed = {final for _, final in self.parts}
-        for folder in folders:
-            for old in folder.glob("part-*.*"):
-                if old.suffix in PART_SUFFIXES and old not in placed:
-                    old.unlink()
+        with signals_deferred():
+            for staged, final in self.parts:
+                replace_durably(staged, final)
+            for folder in folders:
+                for old in folder.glob("part-*.*"):
+                    if old.suffix in PART_SUFFIXES and old not in placed:
+                        old.unlink()
         return [final for _, final in self.parts]
 
     def discard(self) -> None:

@@ -19,7 +19,8 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Any, Callable, Iterator, Sequence
 
 from sequifier.config.errors import UserError
-from sequifier.preprocess.signals import ignore_in_worker, signals_deferred
+from sequifier.deferred_signals import signals_deferred
+from sequifier.preprocess.signals import ignore_in_worker
 
 PR_SET_PDEATHSIG = 1
 WATCH_EVERY_S = 0.5

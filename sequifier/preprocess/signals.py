@@ -1,6 +1,6 @@
 """Ctrl-C and SIGTERM during preprocess: both end the run with exit code 128 + signal (no traceback) after
-the staged outputs are removed, and steps that must not be cut (swapping outputs in, stopping workers) hold
-them back until they are done. Workers ignore both: the parent stops them.
+the staged outputs are removed; steps that must not be cut hold them back (sequifier/deferred_signals.py).
+Workers ignore both: the parent stops them.
 """
 
 from __future__ import annotations
@@ -10,25 +10,7 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-STOPPING = (signal.SIGINT, signal.SIGTERM)
-
-
-@contextmanager
-def signals_deferred() -> Iterator[None]:
-    """While active, SIGINT and SIGTERM are held back; the first one that arrived is raised again at the end."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    arrived: list[int] = []
-    previous = {signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in STOPPING}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-        if arrived:
-            signal.raise_signal(arrived[0])
-
+from sequifier.deferred_signals import STOPPING
 
 _requested: list[int] = []  # the stop signals signals_as_exit took, also those whose SystemExit Python then ignored
 

@@ -26,7 +26,8 @@ from sequifier.atomic import (
     temp_path_for,
     write_text_atomic,
 )
-from sequifier.preprocess.signals import exit_if_stop_requested, signals_deferred
+from sequifier.deferred_signals import signals_deferred
+from sequifier.preprocess.signals import exit_if_stop_requested
 
 # The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
 STAGING_NAME = "preprocess"

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import pytest
 from infer_helpers import GENERATIVE, export_all, infer
 
 import sequifier.infer.runner as runner
+import sequifier.infer.staged_parts as staged_parts
 from sequifier.atomic import temp_path_for
 from sequifier.config.errors import UserError
 
@@ -82,3 +84,37 @@ def test_staging_a_killed_run_left_is_removed_by_the_next_run(project):
     infer(project, GENERATIVE)
     assert not stale.exists()
     assert (_folder(project) / "part-000.csv").is_file()
+
+
+def test_a_stop_while_parts_are_moved_in_waits_until_the_new_outputs_are_whole(project, monkeypatch):
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 5)
+    infer(project, GENERATIVE, output_probabilities=True)  # csv parts of every kind
+    real_replace, moves = staged_parts.replace_durably, []
+
+    def replace_then_ctrl_c(staged, final):
+        moves.append(final)
+        real_replace(staged, final)
+        if len(moves) == 1:
+            signal.raise_signal(signal.SIGINT)
+
+    monkeypatch.setattr(staged_parts, "replace_durably", replace_then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        infer(project, GENERATIVE, output_probabilities=True, write_format="parquet")
+    assert len(moves) > 2
+    for kind in ("predictions", "probabilities"):
+        names = [path.name for path in _folder(project, kind).rglob("part-*")]
+        assert names and all(name.endswith(".parquet") for name in names), names
+    assert _hidden(project) == []
+
+
+def test_a_folder_in_the_way_of_a_part_is_named_before_anything_moves(project, monkeypatch):
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 5)
+    infer(project, GENERATIVE)
+    in_the_way = _folder(project) / "part-001.parquet"
+    in_the_way.mkdir()
+    before = _snapshot(_folder(project))
+    with pytest.raises(UserError) as caught:
+        infer(project, GENERATIVE, write_format="parquet")
+    assert caught.value.where == str(in_the_way) and "in the way" in caught.value.problem
+    assert _snapshot(_folder(project)) == before and in_the_way.is_dir()
+    assert _hidden(project) == []
