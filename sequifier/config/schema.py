@@ -350,7 +350,7 @@ class GlobalTrainingConfig:
     )
     resume: ResumeConfig = nested(ResumeConfig, "whether and from which checkpoint the run continues (null: never)")
     early_stopping_patience: Optional[int] = option(
-        None, "stop after N epochs without improvement of the monitored metric"
+        None, "stop after N epochs without improvement of the monitored validation metric (needs evaluation)"
     )
     layer_type_dtypes: Optional[dict[str, str]] = option(
         None,
