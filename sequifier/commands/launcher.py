@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from sequifier.config.compose import Overrides, TrainEntry, launcher_settings, parse_overrides
+from sequifier.config.compose import Overrides, TrainEntry, last_value, launcher_settings, parse_overrides
 from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.schema import TrainConfig
 
@@ -25,8 +25,7 @@ def _key(override: str) -> str:
 
 
 def chosen_launcher(overrides: list[str]) -> str | None:
-    chosen = [o.split("=", 1)[1] for o in overrides if _key(o) == "hydra/launcher"]
-    return chosen[-1] if chosen else None
+    return last_value(overrides, "hydra/launcher")
 
 
 def selects_a_launcher(overrides: list[str]) -> bool:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sequifier.atomic import write_text_atomic
+from sequifier.config.compose import last_value
 from sequifier.training.curves import SWEEP_FILE, draw_sweep
 
 RESULT_FILE = "result.json"
@@ -95,8 +96,8 @@ def write_result(job: HydraJob, result: dict[str, Any]) -> None:
 
 def chosen_sweep_dir(overrides: list[str], default: Path) -> Path:
     """Where Hydra put the sweep: the user's hydra.sweep.dir override (the last one wins, as in Hydra), else ours."""
-    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0] == "hydra.sweep.dir"]
-    return Path.cwd() / chosen[-1] if chosen else default
+    chosen = last_value(overrides, "hydra.sweep.dir")
+    return Path.cwd() / chosen if chosen is not None else default
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:

@@ -42,6 +42,7 @@ from sequifier.config.compose import (
     TrainEntry,
     canonical_config,
     compose_entry,
+    last_value,
     parse_overrides,
     read_entry,
     run_hydra,
@@ -113,11 +114,11 @@ JOB_UNIQUE_KEYS = ("hydra.job.num", "hydra.job.id", "hydra.job.override_dirname"
 def _refuse_shared_job_folders(overrides: list[str]) -> None:
     """A hydra.sweep.subdir that names no per-job value puts every job's record (result.json, train.log) in one
     folder, where they overwrite each other and the sweep summary loses jobs."""
-    chosen = [o.split("=", 1)[1] for o in overrides if o.split("=", 1)[0].lstrip("+") == "hydra.sweep.subdir"]
-    if chosen and not any(key in chosen[-1] for key in JOB_UNIQUE_KEYS):
+    chosen = last_value(overrides, "hydra.sweep.subdir")
+    if chosen is not None and not any(key in chosen for key in JOB_UNIQUE_KEYS):
         raise UserError(
             "hydra.sweep.subdir",
-            f"{chosen[-1]!r} would be the same folder for every job of the sweep, whose records (result.json, "
+            f"{chosen!r} would be the same folder for every job of the sweep, whose records (result.json, "
             "train.log) would overwrite each other; include ${hydra.job.num} (Hydra's default) or "
             "${hydra.job.override_dirname}",
         )

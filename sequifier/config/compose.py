@@ -48,6 +48,12 @@ class Overrides:
     combinations: list[list[str]]
 
 
+def last_value(overrides: list[str], key: str) -> str | None:
+    """The value the last `key=value` (or `+key=value`) of `overrides` gives, as written; Hydra lets the last win."""
+    chosen = [o.split("=", 1)[1] for o in overrides if "=" in o and o.split("=", 1)[0].lstrip("+~") == key]
+    return chosen[-1] if chosen else None
+
+
 def dotted_indices(override: str) -> str:
     """An override's `phases[0]`, as error messages spell paths, as Hydra's `phases.0`."""
     key, equals, value = override.partition("=")

@@ -147,7 +147,7 @@ def _csv_schema(path: Path) -> pa.Schema:
         )
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:4096]:
         raise UserError(str(path), "is UTF-16 or binary, not UTF-8 text; save the input as UTF-8 (or as parquet)")
-    header = next(line for line in head.decode("utf-8", errors="replace").splitlines() if line.strip()).strip()
+    header = next(line for line in head.splitlines() if line.strip()).decode("utf-8", errors="replace").strip()
     if "," not in header:
         raise UserError(
             str(path),
