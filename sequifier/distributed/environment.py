@@ -3,6 +3,7 @@ that keep ranks other than 0 out of the project tree. No torch here: the command
 
 from __future__ import annotations
 
+import atexit
 import os
 import tempfile
 from pathlib import Path
@@ -18,9 +19,18 @@ def this_rank() -> int:
 
 
 def hydra_settings_of_this_rank() -> tuple[str, ...]:
-    """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree."""
+    """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree, in a
+    temporary folder that is removed at exit (Hydra writes nothing into it with these settings)."""
     rank = os.environ.get("RANK", "0")
     if rank == "0" or not all(name in os.environ for name in TORCHRUN_VARIABLES):
         return ()
     elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
+    atexit.register(_remove_if_empty, elsewhere)
     return ("hydra.output_subdir=null", f"hydra.run.dir={hydra_quoted(str(elsewhere))}", "hydra/job_logging=stdout")
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:
+        pass

@@ -19,6 +19,7 @@ import socket
 import sys
 from dataclasses import replace
 from datetime import timedelta
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -116,9 +117,12 @@ def _spawned(spec: RunSpec) -> TrainResult:
     try:
         with _StopsForwarded() as stops:
             ranks = _started_with_stops_held(world_size, spec, outcomes)
-            stops.watch(ranks.processes)
-            while not ranks.join(timeout=FORWARD_EVERY_S):
-                stops.repeat()
+            try:
+                stops.watch(ranks.processes)
+                while not ranks.join(timeout=FORWARD_EVERY_S):
+                    stops.repeat()
+            finally:
+                _remove_error_files(ranks)
     except mp.ProcessExitedException as ended:
         _raise_reported(_drain(outcomes))
         raise UserError(
@@ -142,6 +146,13 @@ def _started_with_stops_held(world_size: int, spec: RunSpec, outcomes) -> mp.Pro
         )
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
+
+
+def _remove_error_files(ranks: mp.ProcessContext) -> None:
+    """The files torch's spawn has a rank write its escaping exception to, which it reads but leaves behind."""
+    for name in ranks.error_files:
+        if name:
+            Path(name).unlink(missing_ok=True)
 
 
 class _StopsForwarded:

@@ -22,6 +22,17 @@ from sequifier.config.resolve import resolve
 FULL_BATCH = 1024  # more views than the split holds: every epoch is one step over all of them
 
 
+@pytest.fixture(autouse=True)
+def temporary_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """The runs' own temporary folder: what a run or its ranks leave there (Hydra's folder of a torchrun rank,
+    torch's spawn error files) would pile up in /tmp for every run."""
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setenv("TMPDIR", str(folder))
+    yield
+    assert not [p.name for p in folder.iterdir() if p.name.startswith(("sequifier-", "pytorch-errorfile-"))]
+
+
 def assert_same_training(ranked: Path, single: Path) -> None:
     """Same weights (max abs diff <= 1e-5), steps and logged losses as the single process."""
     a, b = latest(ranked), latest(single)
