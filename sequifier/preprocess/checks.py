@@ -13,6 +13,8 @@ from sequifier.config.errors import UserError
 from sequifier.preprocess.sources import Batch
 
 INT64_MAX = np.iinfo(np.int64).max
+FLOAT_EXACT = 2.0**53
+FLOATS_FROM = "write the column as integers (in a csv, without forms such as 5.0 or 1e3, which make it floats)"
 OUTSIDE_INT64 = "is outside the 64-bit signed integer range identifiers are stored in (-2**63 to 2**63 - 1)"
 
 
@@ -41,8 +43,31 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
         if outside.any():
             row = int(np.flatnonzero(outside)[0])
             raise UserError(name, f"{float(values[row])!r} at {batch.where(row)} {OUTSIDE_INT64}")
+        inexact = np.abs(values) >= FLOAT_EXACT
+        if inexact.any():
+            row = int(np.flatnonzero(inexact)[0])
+            raise UserError(
+                name,
+                f"{float(values[row])!r} at {batch.where(row)} is 2**53 or beyond in a column of floats, which cannot "
+                f"hold such integers exactly (neighbouring values become one); {FLOATS_FROM}",
+            )
         return values.astype(np.int64)
     raise UserError(name, f"must hold integers, found type {column.type} in {batch.file}")
+
+
+def check_window_positions(batch: Batch, positions: np.ndarray, window_length: int) -> None:
+    """Positions whose window start (up to window_length - 1 slots of padding before them) or split end (one
+    past them) would fall outside the 64-bit integers the stored windows hold them in."""
+    lowest, highest = -(2**63) + window_length - 1, 2**63 - 2
+    outside = (positions < lowest) | (positions > highest)
+    if outside.any():
+        row = int(np.flatnonzero(outside)[0])
+        raise UserError(
+            "itemPosition",
+            f"{positions[row]} at {batch.where(row)} is too close to the 64-bit integer limits: stored windows "
+            f"also hold the position of their first padded slot and one past a split's last item, so with "
+            f"window_length {window_length} positions must lie within {lowest} to {highest}",
+        )
 
 
 def check_reals(batch: Batch, names: list[str]) -> None:

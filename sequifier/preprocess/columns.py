@@ -17,7 +17,7 @@ from sequifier.config.preprocess import ID_COLUMNS, DepthLayoutConfig, Preproces
 from sequifier.data.column_names import column_name_problem
 from sequifier.data.metadata import CATEGORICAL_TYPE
 from sequifier.preprocess.reuse import ReusedMeaning
-from sequifier.preprocess.sources import InputSource
+from sequifier.preprocess.sources import InputSource, first_non_number
 
 
 @dataclass(frozen=True)
@@ -92,11 +92,19 @@ def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig, s
         return CATEGORICAL_TYPE
     if name in (config.real_columns or []):
         if not numeric:
-            raise UserError(name, f"cannot be real: type {arrow_type} {where} is not numeric")
+            raise UserError(name, f"cannot be real: {_not_numeric(name, arrow_type, source)}")
         return _real_type_name(arrow_type)
     if _is_categorical_type(arrow_type):
         return CATEGORICAL_TYPE
     if pa.types.is_floating(arrow_type):
+        if name in source.rounded_integers:
+            path, literal = source.rounded_integers[name]
+            raise UserError(
+                name,
+                f"holds the integer {literal} in {path}, which csv reads as a float (beside fractions, or beyond "
+                "the 64-bit integers) and rounds, since floats hold integers exactly only up to 2**53; list the "
+                "column in categorical_columns to keep its text, or in real_columns to accept the rounding",
+            )
         return _real_type_name(arrow_type)
     if (pa.types.is_binary(arrow_type) or pa.types.is_large_binary(arrow_type)) and source.read_format == "csv":
         raise UserError(
@@ -108,6 +116,15 @@ def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig, s
         name,
         f"unsupported type {arrow_type} {where}; use strings, integers, booleans or floats{_cast_hint(source)}",
     )
+
+
+def _not_numeric(name: str, arrow_type: pa.DataType, source: InputSource) -> str:
+    path = _first_file_with(source, name, arrow_type)
+    found = first_non_number(path, name) if source.read_format == "csv" else None
+    if found is None:
+        return f"type {arrow_type} in {path} is not numeric"
+    row, value = found
+    return f"its value {value!r} at row {row} of {path} is not a number"
 
 
 def _first_file_with(source: InputSource, name: str, arrow_type: pa.DataType) -> Path:

@@ -48,12 +48,20 @@ class CategoricalCodes:
         return table[pc.fill_null(positions, -1).to_numpy()]
 
 
+def value_names(values: pa.Array) -> list[str]:
+    """Values as id maps spell them: Python's str, with float16 and float32 values in their own width's shortest
+    spelling (0.1, not the 0.10000000149011612 of the value widened to a Python float)."""
+    if pa.types.is_float16(values.type) or pa.types.is_float32(values.type):
+        return [str(value) for value in values.to_numpy(zero_copy_only=False)]
+    return [str(value) for value in values.to_pylist()]
+
+
 def data_id_map(values: pa.Array) -> CategoricalMeaning:
     """Raw value (as string) -> id, data values from 3 in sorted order, then the reserved ids.
 
     Values spelled like a reserved token take no id of their own.
     """
-    names = [name for name in map(str, values.to_pylist()) if name not in SPECIAL_TOKEN_IDS]
+    names = [name for name in value_names(values) if name not in SPECIAL_TOKEN_IDS]
     id_map = {name: index + FIRST_VALUE_ID for index, name in enumerate(names)}
     id_map.update(ID_MAP_RESERVED)
     return CategoricalMeaning(id_map, len(id_map) + 1)
@@ -97,7 +105,7 @@ def _check_reserved_spellings(column: str, names: list[str]) -> None:
 
 def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> CategoricalCodes:
     """Ids of the data's distinct values under `meaning`; values it does not know are [other]."""
-    names = [str(v) for v in values.to_pylist()]
+    names = value_names(values)
     if pa.types.is_boolean(values.type) and not {"True", "False"} & set(meaning.id_map):
         names = [{"True": "1", "False": "0"}.get(name, name) for name in names]  # a map 3.x wrote spells 1 and 0
     _check_reserved_spellings(column, names)

@@ -204,7 +204,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     columns, source = plan_columns(config, open_source(config), reused)
     _check_static_maps(config, columns)
     scanning = Progress("preprocess scan", source.progress_total)
-    scanned = scan(source, columns, scanning)
+    scanned = scan(source, columns, config.window_length, scanning)
     scanning.close()
     if scanned.rows == 0:
         raise UserError(str(config.preprocessing_data_path), "the input has no rows")

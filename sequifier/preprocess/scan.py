@@ -8,7 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sequifier.preprocess.checks import check_present, check_reals, identifier_values
+from sequifier.preprocess.checks import check_present, check_reals, check_window_positions, identifier_values
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import ItemOrder
 from sequifier.preprocess.sources import InputSource, iter_batches
@@ -84,7 +84,7 @@ class DistinctValues:
         return distinct.take(pc.array_sort_indices(distinct))
 
 
-def scan(source: InputSource, columns: ColumnPlan, progress: Progress) -> ScanResult:
+def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress: Progress) -> ScanResult:
     """Read every row once; raises UserError for the first bad identifier, real value or split value."""
     counts = _SequenceCounts()
     values = {name: DistinctValues(source.schema.field(name).type) for name in columns.categorical}
@@ -93,6 +93,7 @@ def scan(source: InputSource, columns: ColumnPlan, progress: Progress) -> ScanRe
     for batch in iter_batches(source, columns.read_columns):
         sequence_ids = identifier_values(batch, "sequenceId")
         item_positions = identifier_values(batch, "itemPosition")
+        check_window_positions(batch, item_positions, window_length)
         if order is not None:
             identifier_values(batch, columns.layout.position_column)
             order.check(batch, sequence_ids, item_positions)

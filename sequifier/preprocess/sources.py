@@ -7,7 +7,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
@@ -21,6 +23,7 @@ CSV_BLOCK_BYTES = 1 << 20
 # Leading bytes of a CSV file its column types are inferred from.
 CSV_INFER_BYTES = 8 << 20
 _CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+_NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?\s*$|^\s*[+-]?(inf|infinity|nan)\s*$"
 # Only an empty field (or "") is a missing value, in every column: words such as NA or null are data, as in Parquet.
 _CSV_MISSING = {"null_values": [""], "strings_can_be_null": True}
 _LONG_ROW = (
@@ -53,6 +56,7 @@ class InputSource:
     max_rows: Optional[int]
     total_rows: Optional[int]  # known for parquet
     total_bytes: int
+    rounded_integers: dict[str, tuple[Path, str]]  # csv float columns holding an integer floats round: (file, it)
 
     @property
     def progress_total(self) -> Optional[int]:
@@ -124,17 +128,47 @@ def _printable(text: str) -> str:
 
 
 def _decoded(arrow_type: pa.DataType) -> pa.DataType:
-    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    """The type values are read in: a dictionary's values; strings for string views."""
+    if pa.types.is_dictionary(arrow_type):
+        return _decoded(arrow_type.value_type)
+    return pa.string() if arrow_type == pa.string_view() else arrow_type
 
 
-def _csv_schema(path: Path) -> pa.Schema:
-    """Column types inferred from the file's first CSV_INFER_BYTES (whole lines)."""
+def _csv_head(path: Path) -> bytes:
+    """The file's first CSV_INFER_BYTES, in whole lines."""
     with open(path, "rb") as handle:
         head = handle.read(CSV_INFER_BYTES)
         if handle.read(1):
             head = head[: head.rfind(b"\n") + 1]
             if head.count(b"\n") < 2:
                 raise UserError(str(path), _LONG_ROW.format(CSV_INFER_BYTES >> 20))
+    return head
+
+
+def _head_as_text(head: bytes, names: list[str]) -> pa.Table:
+    """The columns `names` of a csv head, as the text they hold."""
+    return pv.read_csv(
+        pa.py_buffer(head),
+        read_options=pv.ReadOptions(use_threads=False),
+        convert_options=pv.ConvertOptions(
+            include_columns=names, column_types={name: pa.string() for name in names}, **_CSV_MISSING
+        ),
+    )
+
+
+def first_non_number(path: Path, name: str) -> tuple[int, str] | None:
+    """The first row (counted from 1) and value of a csv column, within the head its type was inferred from,
+    that does not read as a number."""
+    column = _head_as_text(_csv_head(path), [name]).column(name)
+    number = pc.match_substring_regex(column, _NUMBER, ignore_case=True)
+    rows = np.flatnonzero(pc.fill_null(pc.invert(number), False).to_numpy(zero_copy_only=False))
+    return (int(rows[0]) + 1, column[int(rows[0])].as_py()) if len(rows) else None
+
+
+def _csv_schema(path: Path) -> tuple[pa.Schema, dict[str, str]]:
+    """Column types inferred from the file's first CSV_INFER_BYTES (whole lines), and the float columns there
+    that hold integers floats cannot (`_rounded_integers`)."""
+    head = _csv_head(path)
     if not head.strip():
         raise UserError(str(path), "the input file is empty")
     if head.startswith(b"PAR1"):
@@ -168,15 +202,32 @@ def _csv_schema(path: Path) -> pa.Schema:
         )
         schema = reader.schema
         reader.close()
-        return schema
-    if table.num_rows == 0:
-        raise UserError(str(path), "the input has no rows (only a header)")
-    return table.schema
+        return schema, {}
+    return table.schema, _rounded_integers(head, table.schema)
 
 
-def _file_schema(path: Path, read_format: str) -> pa.Schema:
+def _rounded_integers(head: bytes, schema: pa.Schema) -> dict[str, str]:
+    """{column: literal} for the head's float columns holding an integer literal beyond 2**53, which reading the
+    column as floats (beside fractions, or beyond the 64-bit integers) rounds."""
+    floats = [field.name for field in schema if pa.types.is_floating(field.type)]
+    if not floats:
+        return {}
+    text = _head_as_text(head, floats)
+    found = {}
+    for name in floats:
+        column = text.column(name)
+        for literal in column.filter(pc.match_substring_regex(column, r"^\s*[+-]?[0-9]{16,}\s*$")).to_pylist():
+            if abs(int(literal)) > 2**53:
+                found[name] = literal.strip()
+                break
+    return found
+
+
+def _file_schema(path: Path, read_format: str) -> tuple[pa.Schema, dict[str, str]]:
+    """The file's columns (dictionaries as their values), and a csv's float columns that hold integers floats
+    cannot."""
     try:
-        schema = _csv_schema(path) if read_format == "csv" else pq.read_schema(path)
+        schema, rounded = _csv_schema(path) if read_format == "csv" else (pq.read_schema(path), {})
     except (pa.ArrowInvalid, OSError) as error:
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
     repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
@@ -184,7 +235,7 @@ def _file_schema(path: Path, read_format: str) -> pa.Schema:
         raise UserError(
             str(path), f"has more than one column named {', '.join(map(repr, repeated))}; names must be unique"
         )
-    return pa.schema([pa.field(f.name, _decoded(f.type)) for f in schema])
+    return pa.schema([pa.field(f.name, _decoded(f.type)) for f in schema]), rounded
 
 
 def _type_family(arrow_type: pa.DataType) -> object:
@@ -213,7 +264,14 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
 def open_source(config: PreprocessConfig) -> InputSource:
     """Inspect every input file's schema (Parquet footers, the head of each CSV file)."""
     files = input_files(config)
-    schemas = tuple(_file_schema(path, config.read_format) for path in files)
+    read = [_file_schema(path, config.read_format) for path in files]
+    schemas = tuple(schema for schema, _ in read)
+    if config.read_format == "csv" and all(all(pa.types.is_null(f.type) for f in schema) for schema in schemas):
+        raise UserError(str(config.preprocessing_data_path), "the input has no rows (only a header)")
+    rounded = {}
+    for path, (_, columns) in zip(files, read):
+        for name, literal in columns.items():
+            rounded.setdefault(name, (path, literal))
     if config.read_format == "csv":
         schemas = tuple(
             _declared_types(schema, config.categorical_columns or (), config.real_columns or ()) for schema in schemas
@@ -227,6 +285,7 @@ def open_source(config: PreprocessConfig) -> InputSource:
         max_rows=config.max_rows,
         total_rows=total_rows,
         total_bytes=sum(p.stat().st_size for p in files),
+        rounded_integers=rounded,
     )
 
 
@@ -245,7 +304,7 @@ def _declared_types(schema: pa.Schema, categorical: Sequence[str], real: Sequenc
     return pa.schema([declared(f) for f in schema])
 
 
-def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path) -> pa.RecordBatch:
+def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path, source: InputSource) -> pa.RecordBatch:
     """The batch's columns in the type the files of the input share; a value that type cannot hold is refused."""
     arrays = []
     for field in schema:
@@ -254,13 +313,19 @@ def _cast(batch: pa.RecordBatch, schema: pa.Schema, path: Path) -> pa.RecordBatc
             try:
                 array = array.cast(field.type)
             except pa.ArrowInvalid as error:
-                raise UserError(
-                    field.name,
-                    f"is {array.type} in {path} but {field.type} across the input's files, and a value of it does "
-                    f"not convert ({' '.join(str(error).split())[:200]}); give the column one type in every file",
-                ) from None
+                raise UserError(field.name, _cast_problem(field, array.type, path, source, error)) from None
         arrays.append(array)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _cast_problem(field: pa.Field, own: pa.DataType, path: Path, source: InputSource, error: Exception) -> str:
+    others = [(p, s.field(field.name).type) for p, s in zip(source.files, source.file_schemas) if p != path]
+    other_path, other_type = next(((p, t) for p, t in others if t != own), (None, field.type))
+    beside = f" but {other_type} in {other_path}" if other_path is not None else ""
+    return (
+        f"is {own} in {path}{beside}, so the files' values are read as {field.type}, which cannot hold one of "
+        f"{path.name}'s ({' '.join(str(error).split())[:200]}); give the column one type in every file"
+    )
 
 
 def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserError:
@@ -317,7 +382,7 @@ def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]
             rows_seen += batch.num_rows
             if batch.num_rows:
                 units = rows_seen if by_rows else bytes_before + file_bytes
-                yield Batch(path, first_row, _cast(batch, schema, path), units)
+                yield Batch(path, first_row, _cast(batch, schema, path, source), units)
             first_row += batch.num_rows
             if source.max_rows is not None and rows_seen >= source.max_rows:
                 return

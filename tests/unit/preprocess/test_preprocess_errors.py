@@ -243,6 +243,38 @@ CASES = [
         "itemPosition",
         "found 3.5 at row 4 of {root}/" + CSV,
     ),
+    (
+        "csv sequence ids beside a float form, where 2**53 and 2**53 + 1 would become one sequence",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event\n9007199254740992,0,a\n9007199254740993,0,b\n5.0,0,a\n"},
+        None,
+        "sequenceId",
+        "9007199254740992.0 at row 1 of {root}/" + CSV + " is 2**53 or beyond in a column of floats",
+    ),
+    (
+        "positions whose windows' bookkeeping would overflow 64 bits",
+        {},
+        {DATA: with_column(good_table(1), "itemPosition", list(range(2**63 - 12, 2**63)))},
+        None,
+        "itemPosition",
+        "9223372036854775807 at row 12 of {root}/" + DATA + " is too close to the 64-bit integer limits",
+    ),
+    (
+        "a csv column of integers beyond 64 bits, which csv reads as rounded floats",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,code\n0,0,18446744073709551615\n0,1,18446744073709551614\n0,2,3\n"},
+        None,
+        "code",
+        "holds the integer 18446744073709551615 in {root}/" + CSV + ", which csv reads as a float",
+    ),
+    (
+        "a word in a declared real csv column",
+        {**CSV_INPUT, "real_columns": ["amount"]},
+        {CSV: "sequenceId,itemPosition,amount\n0,0,1.5\n0,1,\n0,2,abc\n"},
+        None,
+        "amount",
+        "cannot be real: its value 'abc' at row 3 of {root}/" + CSV + " is not a number",
+    ),
     ("split ratios sum", {"split_ratios": [0.5, 0.3]}, ONLY_DATA, None, "split_ratios", "sum to 1"),
     (
         "window too short",
@@ -268,7 +300,8 @@ CASES = [
         two_files(with_column(good_table(1, 3), "sequenceId", pa.array([2**63 + 5] * 12, pa.uint64()))),
         None,
         "sequenceId",
-        "but int64 across the input's files, and a value of it does not convert",
+        "is uint64 in {root}/" + PARTS + "/b.parquet but int64 in {root}/" + PARTS + "/a.parquet, so the files' "
+        "values are read as int64, which cannot hold one of b.parquet's",
     ),
     (
         "folder whose files hold a feature as int64 beyond 2**53 and as float64",
@@ -279,7 +312,8 @@ CASES = [
         },
         None,
         "event",
-        "is int64 in {root}/" + PARTS + "/a.parquet but double across the input's files",
+        "is int64 in {root}/" + PARTS + "/a.parquet but double in {root}/" + PARTS + "/b.parquet, so the files' "
+        "values are read as double",
     ),
     (
         "folder with input files in a subfolder",

@@ -336,3 +336,29 @@ def test_an_empty_csv_field_is_a_missing_value_like_a_parquet_null(tmp_path, mon
 def test_words_for_missing_values_in_a_csv_are_data_as_in_parquet(tmp_path, monkeypatch):
     codes = ["1", "NA", "2", "null", "1", "N/A", "nan", "2"]
     assert csv_code_values(tmp_path, monkeypatch, codes) == {*codes, "[unknown]", "[other]"}
+
+
+def test_string_views_and_float32_categories_read_as_their_values(tmp_path, monkeypatch):
+    table = raw_table()
+    rows = table.num_rows
+    channel = table.column("channel").cast(pa.string_view())
+    kinds = pa.array([(0.1, 0.2, 0.3)[i % 3] for i in range(rows)], pa.float32())
+    pq.write_table(table.set_column(table.schema.get_field_index("channel"), "channel", channel).append_column(
+        "kind", kinds), tmp_path / "raw.parquet")  # fmt: skip
+    metadata = preprocess(
+        tmp_path,
+        monkeypatch,
+        "raw.parquet",
+        selected_columns=["event", "channel", "kind"],
+        categorical_columns=["kind"],
+    )
+    assert set(metadata["id_maps"]["channel"]) >= set(table.column("channel").to_pylist())
+    assert {"0.1", "0.2", "0.3"} <= set(metadata["id_maps"]["kind"])
+
+
+def test_a_csv_holding_only_its_header_in_a_folder_adds_no_rows(tmp_path, monkeypatch, reference_splits):
+    write_parts(tmp_path / "parts", raw_table(), [], suffix="csv")
+    header = (tmp_path / "parts" / "part-0.csv").read_text().splitlines()[0]
+    (tmp_path / "parts" / "part-9.csv").write_text(header + "\n")
+    metadata = preprocess(tmp_path, monkeypatch, "parts", read_format="csv")
+    assert_matches_reference(tmp_path, metadata, reference_splits)
