@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import time
 from dataclasses import replace
@@ -196,6 +197,13 @@ def _refuse_foreign_targets(config: PreprocessConfig, form: OutputForm) -> None:
         problem = form.foreign_target(target, split)
         if problem is not None:
             raise UserError(str(target), f"{problem}; move it away (an output replaces what is there whole)")
+    metadata = metadata_path(config)
+    if os.path.lexists(metadata) and (metadata.is_symlink() or not metadata.is_file()):
+        raise UserError(
+            str(metadata),
+            "is a folder, link or other entry, not an earlier metadata file; move it away (an output replaces "
+            "what is there whole)",
+        )
 
 
 def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:

@@ -442,6 +442,14 @@ CASES = [
         "is a file or link, not an earlier split folder",
     ),
     (
+        "a folder where the metadata file goes",
+        {},
+        {DATA: good_table(), "configs/metadata_configs/events.json/keep.txt": "mine"},
+        None,
+        "{root}/configs/metadata_configs/events.json",
+        "is a folder, link or other entry, not an earlier metadata file",
+    ),
+    (
         "a csv separated by semicolons",
         CSV_INPUT,
         {CSV: "sequenceId;itemPosition;event\n0;0;a\n0;1;b\n"},
