@@ -47,8 +47,10 @@ def remove_path(path: Path) -> None:
         return
     try:
         path.unlink()
-    except (FileNotFoundError, NotADirectoryError):  # a file where a folder of the path should be: nothing is there
-        pass
+    except OSError as error:
+        # a file where a folder of the path should be, or a read-only file system: nothing of ours is there
+        if error.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EROFS):
+            raise
 
 
 def remove_stale_temps(path: Path) -> None:
@@ -97,7 +99,8 @@ def replace_durably(source: Path, target: Path) -> None:
 def atomic_path(path: Path) -> Iterator[Path]:
     """Yield a temp path for a writer to create; on success it replaces `path` durably, on any failure it is removed.
 
-    Readers of `path` see either its old content or the complete new one, never a partial file.
+    Readers of `path` see either its old content or the complete new one, never a partial file. A file system
+    error is raised naming `path`, not the temp.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,8 +109,13 @@ def atomic_path(path: Path) -> Iterator[Path]:
     try:
         yield temporary
         replace_durably(temporary, path)
-    except BaseException:
-        remove_path(temporary)
+    except BaseException as error:
+        try:
+            remove_path(temporary)
+        except OSError:
+            pass  # the error that stopped the write is the one to report
+        if isinstance(error, OSError) and error.errno is not None:
+            raise OSError(error.errno, error.strerror, str(path)) from None
         raise
 
 

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import sys
 import traceback
 from pathlib import Path
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, file_system_error
 from sequifier.fast_exit import run_and_leave
 from sequifier.progress import set_quiet
 
@@ -127,14 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(flags or extras)}")
     args.overrides = extras
     set_quiet(args.quiet)
+    logging.raiseExceptions = False  # a log file that cannot be written (a full disk) drops records, not the run
     command = importlib.import_module(f"sequifier.commands.{args.command}")
     try:
         return command.run(args)
-    except UserError as error:
+    except (UserError, OSError) as error:
         if args.debug:
             traceback.print_exc()
-        print(f"error: {error}", file=sys.stderr)
-        return error.exit_code
+        problem = file_system_error(error) if isinstance(error, OSError) else error
+        print(f"error: {problem}", file=sys.stderr)
+        return problem.exit_code
 
 
 def entry() -> None:

@@ -28,6 +28,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf
 
 from sequifier.commands.launcher import check_launcher_keys, check_tasks, with_launcher_defaults
+from sequifier.commands.record_folder import run_folder_settings, sweep_folder
 from sequifier.commands.sweep import (
     HydraJob,
     chosen_sweep_dir,
@@ -47,7 +48,7 @@ from sequifier.config.compose import (
     read_entry,
     run_hydra,
 )
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, file_system_error
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
@@ -59,6 +60,10 @@ from sequifier.training.summary import run_summary
 
 logger = logging.getLogger("sequifier")
 PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their override lists
+WRITTEN_BEFORE_IS_KEPT = (
+    "what the run wrote before is kept: once the file can be written, `sequifier train "
+    "global_training.resume.policy=if_exists` resumes from the latest checkpoint"
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +77,13 @@ def run(args: argparse.Namespace) -> int:
             "hydra.job.chdir",
             "is not supported: sequifier resolves project_root and the paths of a config against the folder the "
             "command runs in, and keeps every job's record under outputs/ or multirun/ without changing folders",
+        )
+    sweeper = next((o for o in overrides.all if o.lstrip("+~").startswith(("hydra.sweeper", "hydra/sweeper"))), None)
+    if sweeper is not None:
+        raise UserError(
+            sweeper.split("=", 1)[0].lstrip("+~"),
+            "is not supported: sequifier sweeps with Hydra's basic sweeper over the values listed on the command "
+            "line; write them there with -m (e.g. -m seed=1,2)",
         )
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
@@ -97,9 +109,14 @@ def run(args: argparse.Namespace) -> int:
     if args.cfg:
         print(OmegaConf.to_yaml(asdict(configs[0])), end="")
         return 0
-    sweep_dir = Path.cwd() / "multirun" / time.strftime("%Y-%m-%d/%H-%M-%S")
+    rank_settings = hydra_settings_of_this_rank()
+    if multirun:
+        sweep_dir, folder_settings = sweep_folder(overrides.all), ()
+    else:
+        sweep_dir = Path.cwd() / "multirun"  # unused by a single run
+        folder_settings = () if rank_settings else run_folder_settings(overrides.all)
     try:
-        run_hydra(entry, overrides, multirun, sweep_dir, train_task, hydra_settings_of_this_rank() + start_sweep())
+        run_hydra(entry, overrides, multirun, sweep_dir, train_task, rank_settings + folder_settings + start_sweep())
     except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
         if not multirun or not ended.code:
             raise
@@ -115,6 +132,8 @@ def _refuse_shared_job_folders(overrides: list[str]) -> None:
     """A hydra.sweep.subdir that names no per-job value puts every job's record (result.json, train.log) in one
     folder, where they overwrite each other and the sweep summary loses jobs."""
     chosen = last_value(overrides, "hydra.sweep.subdir")
+    if chosen is not None and ".." in Path(chosen).parts:
+        raise UserError("hydra.sweep.subdir", f"{chosen!r} holds '..', which can lead the jobs' folders into one")
     if chosen is not None and not any(key in chosen for key in JOB_UNIQUE_KEYS):
         raise UserError(
             "hydra.sweep.subdir",
@@ -213,18 +232,24 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
             if job.multirun:
                 write_result(job, result | {"status": "stopped", "error": f"stopped; latest checkpoint {stopped}"})
         raise SystemExit(STOPPED_EXIT_CODE) from None
-    except UserError as error:
+    except (UserError, OSError) as error:
+        problem = error if isinstance(error, UserError) else file_system_error(error, WRITTEN_BEFORE_IS_KEPT)
         if not job.multirun:
-            print(f"error: {error}", file=sys.stderr)
-            raise SystemExit(error.exit_code) from None
-        result.update(status="failed", error=str(error))
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(problem.exit_code) from None
+        result.update(status="failed", error=str(problem))
     except Exception as error:
         if not job.multirun:
             raise
         logger.error("job failed:\n%s", traceback.format_exc())
         result.update(status="failed", error=f"{type(error).__name__}: {error}")
     if this_rank() == 0:  # the other tasks of a multi-task job trained the same run
-        write_result(job, result)
+        try:
+            write_result(job, result)
+        except OSError as error:
+            problem = file_system_error(error, "the run's record of its result is missing; its models are exported")
+            print(f"error: {problem}", file=sys.stderr)
+            raise SystemExit(problem.exit_code) from None
     return result
 
 

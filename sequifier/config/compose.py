@@ -165,18 +165,24 @@ def register_entry(entry: TrainEntry) -> None:
     store.store(name=ENTRY_NAME, node={"defaults": defaults})
 
 
+def _composing() -> Any:
+    """Hydra's compose API as hydra.main runs a job: presets from pkg://sequifier.conf (SEARCH_PATH) only, none from
+    the user's folder, whose files would otherwise replace presets of the same name in checks but not in jobs."""
+    from hydra import initialize
+
+    return initialize(version_base="1.3", config_path=None, job_name="train")
+
+
 def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
     """The entry plus overrides, composed with Hydra's compose API into plain data (no run directory)."""
-    from hydra import compose, initialize_config_dir
+    from hydra import compose
     from hydra.errors import HydraException
     from omegaconf.errors import OmegaConfBaseException
 
     register_entry(entry)
     _check_placed_presets(overrides)
     try:
-        with initialize_config_dir(
-            version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"
-        ):
+        with _composing():
             try:
                 return OmegaConf.to_container(
                     compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH]), resolve=True
@@ -262,12 +268,10 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
 
 def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
     """The `hydra.launcher` node the overrides select (unresolved), composed as Hydra will compose it for a job."""
-    from hydra import compose, initialize_config_dir
+    from hydra import compose
 
     register_entry(entry)
-    with initialize_config_dir(
-        version_base="1.3", config_dir=str(entry.config_file.parent.resolve()), job_name="train"
-    ):
+    with _composing():
         composed = compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH], return_hydra_config=True)
         return OmegaConf.to_container(composed.hydra.launcher, resolve=False)
 

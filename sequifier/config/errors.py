@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -35,9 +36,19 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 def absent_file(path: Path) -> str:
     """Why a file a config or flag names is not there to read: a folder in its place, or nothing."""
-    return "is a folder, not a file" if Path(path).is_dir() else "does not exist"
+    path = Path(path)
+    if path.is_symlink() and not path.exists():
+        return f"is a link to {os.readlink(path)}, which does not exist"
+    return "is a folder, not a file" if path.is_dir() else "does not exist"
 
 
 def os_problem(error: OSError) -> str:
     """What the system said went wrong (`No space left on device`), for a UserError's problem."""
     return error.strerror or " ".join(str(error).split())[:200]
+
+
+def file_system_error(error: OSError, consequence: str = "") -> UserError:
+    """A file system's refusal (a full or read-only disk, a folder in the way) as a UserError naming the file."""
+    where = error.filename2 or error.filename
+    problem = os_problem(error) + (f"; {consequence}" if consequence else "")
+    return UserError(str(where) if where else "file system", problem)

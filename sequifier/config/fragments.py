@@ -17,9 +17,10 @@ from sequifier.config.files import read_yaml_mapping
 
 KEY = "additional_config_paths"
 HYDRA_TOP_LEVEL = {
-    "hydra": "Hydra settings (callbacks, launchers, ...) can run code; choose launchers and run folders on the "
-    "command line (hydra/launcher=..., hydra.run.dir=...)",
-    "defaults": "a defaults list makes Hydra read further files; select presets on the command line (group=option)",
+    "hydra": "Hydra settings (callbacks, launchers, ...) can run code; `sequifier train` takes launchers and run "
+    "folders on its command line (hydra/launcher=..., hydra.run.dir=...)",
+    "defaults": "a defaults list makes Hydra read further files; `sequifier train` selects presets on its command "
+    f"line (group=option), and a config of any command merges further files listed in {KEY}",
 }
 INSTANTIATE_KEYS = ("_target_", "_partial_", "_args_", "_recursive_", "_convert_")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import types
 import typing
 from typing import Any, Mapping, Union
@@ -137,6 +138,19 @@ def _convert(hint: Any, value: Any, where: str, problems: ProblemList, metadata:
     return _convert_scalar(hint, value, where, problems, metadata)
 
 
+def _text_hint(hint: Any, value: Any) -> str:
+    """For a number or boolean written as text, as an interpolation such as ${oc.env:X} gives it."""
+    if hint not in (int, float, bool) or not isinstance(value, str):
+        return ""
+    if hint is bool:
+        readable = value.lower() in ("true", "false")
+    else:
+        readable = re.fullmatch(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*", value) is not None
+    if not readable:
+        return ""
+    return " (text, as an interpolation such as ${oc.env:...} gives it: wrap it in ${oc.decode:...} to read its value)"
+
+
 def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, metadata: Mapping) -> Any:
     ok = False
     if hint is bool:
@@ -151,7 +165,7 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
     choices = metadata.get("choices", ())
     if not ok:
         offered = f"; choose one of {_allowed(metadata)}" if choices else ""
-        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}{offered}")
+        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}{offered}{_text_hint(hint, value)}")
         return _INVALID
     aliases = metadata.get("aliases", {})
     value = aliases.get(value, value)

@@ -77,10 +77,11 @@ def reject_historical(data: dict[str, Any]) -> None:
 def model_name_problem(name: str) -> str | None:
     """Why `name` cannot be a model name (which becomes file and folder names under models/, logs/ and
     checkpoints/), or None."""
-    if not name or name != name.strip() or name.startswith(".") or any(c in name for c in "/\\\0"):
+    unprintable = any(not c.isprintable() for c in name)
+    if not name or name != name.strip() or name.startswith(".") or any(c in name for c in "/\\") or unprintable:
         return (
             f"{name!r} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
-            "'\\' and no spaces at either end"
+            "'\\', no control character or byte that is not UTF-8 text, and no spaces at either end"
         )
     return None
 

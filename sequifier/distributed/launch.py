@@ -25,7 +25,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, file_system_error
 from sequifier.config.resolve import RunSpec
 from sequifier.distributed.environment import TORCHRUN_VARIABLES
 from sequifier.distributed.ranks import Ranks
@@ -224,9 +224,10 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
         logging.getLogger("sequifier").setLevel(logging.WARNING)
     try:
         result = _train_as(spec, Ranks(index, world_size, index), world_size)
-    except UserError as error:
-        outcomes.put(("error", index, error.where, error.problem))
-        leave(error.exit_code)
+    except (UserError, OSError) as error:
+        problem = error if isinstance(error, UserError) else file_system_error(error)
+        outcomes.put(("error", index, problem.where, problem.problem))
+        leave(problem.exit_code)
     except StopRequested as stopped:
         outcomes.put(("stopped", index, str(stopped)))
         leave(0)

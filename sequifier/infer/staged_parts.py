@@ -8,6 +8,7 @@ next run of the same model, whichever kinds it writes. Once in place, a folder h
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
@@ -32,6 +33,7 @@ class StagedParts:
     def path(self, kind: str, target: str, name: str) -> Path:
         """Where to write part `name` of `kind` (and `target`, for probabilities); its folders exist."""
         if kind not in self.stages:
+            _refuse_what_is_in_the_way(self.outputs / kind, self.outputs.parent)
             self.stages[kind] = temp_path_for(self.outputs / kind / self.model)
         staged = self.stages[kind] / target / name
         staged.parent.mkdir(parents=True, exist_ok=True)
@@ -49,6 +51,8 @@ class StagedParts:
                 raise UserError(str(final), "is in the way of a part file of this run (not a file); move it away")
         folders = {final.parent for _, final in self.parts}
         for folder in folders:
+            _refuse_what_is_in_the_way(folder, self.outputs)
+        for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
         placed = {final for _, final in self.parts}
         with signals_deferred():
@@ -64,3 +68,12 @@ class StagedParts:
         """Remove the staging folders and whatever is still in them."""
         for stage in self.stages.values():
             remove_path(stage)
+
+
+def _refuse_what_is_in_the_way(folder: Path, outputs: Path) -> None:
+    """A file or a link to nothing where `folder` or a folder between it and `outputs` goes."""
+    for level in [*reversed(folder.relative_to(outputs).parents), folder.relative_to(outputs)]:
+        path = outputs / level
+        if os.path.lexists(path) and not path.is_dir():
+            what = "a link to nothing" if path.is_symlink() else "a file"
+            raise UserError(str(path), f"is in the way of this run's output folder ({what}); move it away")

@@ -9,7 +9,9 @@ checkpoints written before the digest existed are read without it.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ FORMAT = "sequifier_checkpoint"
 VERSION = 1
 LATEST = "latest.pt"
 DIGEST = "digest"
+FULL_BELOW_BYTES = 1 << 20  # free space under which a failed write is taken for a full disk
 
 
 def checkpoint_dir(project_root: Path, model_name: str) -> Path:
@@ -40,11 +43,23 @@ def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -
     payload = {"format": FORMAT, "version": VERSION, **state, DIGEST: state_digest(state)}
     first = checkpoint_path(directory, name)
     with atomic_path(first) as temporary:
-        torch.save(payload, temporary)
+        _saved(payload, temporary)
     if name is not None:
         with atomic_path(directory / LATEST) as temporary:
             shutil.copyfile(first, temporary)
     return first
+
+
+def _saved(payload: dict[str, Any], path: Path) -> None:
+    """torch.save, whose writer reports a short write (a full disk) as a RuntimeError, as the OSError it is."""
+    try:
+        torch.save(payload, path)
+    except RuntimeError as error:
+        if shutil.disk_usage(path.parent).free < FULL_BELOW_BYTES:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
+        raise OSError(
+            errno.EIO, f"the checkpoint writer stopped: {' '.join(str(error).split())[:200]}", str(path)
+        ) from None
 
 
 def read_checkpoint(path: Path) -> dict[str, Any]:

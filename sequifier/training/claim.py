@@ -36,8 +36,14 @@ def check_writable(folder: Path) -> None:
     """`folder`, or the closest folder above it that exists (where it will be made), takes a file; UserError
     naming `folder` when it does not. Nothing is created but a file that is removed again."""
     existing = folder
-    while not existing.exists() and existing != existing.parent:
+    while not os.path.lexists(existing) and existing != existing.parent:
         existing = existing.parent
+    if existing.is_symlink() and not existing.exists():
+        raise UserError(
+            str(folder),
+            f"training writes its outputs here, but {existing} is a link to {os.readlink(existing)}, "
+            "which does not exist",
+        )
     try:
         if not existing.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a folder")
@@ -46,6 +52,13 @@ def check_writable(folder: Path) -> None:
         probe.unlink()
     except OSError as error:
         raise UserError(str(folder), f"training writes its outputs here and cannot ({os_problem(error)})") from None
+
+
+def _refuse_folders_named_as_checkpoints(folder: Path) -> None:
+    """A folder where a checkpoint file goes would stop the run at its first snapshot, after an epoch's work."""
+    for entry in sorted(folder.glob("*.pt")):
+        if entry.is_dir():
+            raise UserError(str(entry), "is a folder where training writes a checkpoint file; move it away")
 
 
 @contextmanager
@@ -58,6 +71,7 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
     for folder in folders:
         check_writable(folder)
     folders[-1].mkdir(parents=True, exist_ok=True)  # the folder the lock is taken on
+    _refuse_folders_named_as_checkpoints(folders[-1])
     descriptor = os.open(folders[-1], os.O_RDONLY)
     try:
         try:

@@ -145,9 +145,12 @@ class Trainer:
                     self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
                 )  # fmt: skip
             with GracefulStop(announce=self.ranks.is_main) as self.stop, torch_threads(self.training.num_threads):
-                return self._run()
-        finally:
-            self.records.close()
+                result = self._run()
+        except BaseException:
+            self.records.close(after_failure=True)
+            raise
+        self.records.close()
+        return result
 
     def _run(self) -> TrainResult:
         phases = self.spec.config.training_plan.phases

@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import logging
 from pathlib import Path
+from typing import Callable
 
 FILES = ("training-metrics.csv", "validation-metrics.csv")  # per dataset, in logs/<model>/
 
@@ -60,18 +61,30 @@ class MetricsFile:
             with path.open("r+b") as existing:
                 existing.truncate(keep_bytes)
         new = not path.exists() or path.stat().st_size == 0
+        self._unwritten = False
         self._file = path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=fields)
         if new:
-            self._writer.writeheader()
+            self._written(self._writer.writeheader)
 
     def write(self, **row: object) -> None:
-        self._writer.writerow({"run_id": self.run_id, **row})
-        self._file.flush()
+        self._written(lambda: self._writer.writerow({"run_id": self.run_id, **row}))
+
+    def _written(self, write: Callable[[], object]) -> None:
+        try:
+            write()
+            self._file.flush()
+        except OSError as error:  # a file object's write names no file
+            self._unwritten = True
+            raise OSError(error.errno, error.strerror, str(self.path)) from None
 
     def size(self) -> int:
         """Bytes written so far (every row is flushed)."""
         return self._file.tell()
 
     def close(self) -> None:
-        self._file.close()
+        try:
+            self._file.close()
+        except OSError:
+            if not self._unwritten:  # else the write's error is the one reported; close only retried its rest
+                raise

@@ -134,12 +134,15 @@ class RunRecords:
         for row in rows:
             self.class_share_files[dataset].write(**common, dataset=dataset, part=part, **row)
 
-    def close(self) -> None:
-        for pair in self.files.values():
-            for metrics_file in pair:
+    def close(self, after_failure: bool = False) -> None:
+        """Close every file; after a failure (a full disk), without raising what closing them meets."""
+        files = [metrics_file for pair in self.files.values() for metrics_file in pair]
+        for metrics_file in [*files, *self.class_share_files.values()]:
+            try:
                 metrics_file.close()
-        for metrics_file in self.class_share_files.values():
-            metrics_file.close()
+            except OSError:
+                if not after_failure:
+                    raise
         if self.handler:
             logger.removeHandler(self.handler)
             self.handler.close()

@@ -41,3 +41,16 @@ def test_the_other_commands_refuse_hydra_keys_too(command, reference_project: Pa
     result = run_sequifier([command], reference_project)
     assert result.returncode == 2 and "'hydra' is not accepted" in result.stderr
     assert victim.read_text() == "keep me\n"
+
+
+def test_files_beside_the_config_do_not_replace_the_shipped_presets(reference_project: Path):
+    """Presets come from the package only: a file of the user's folder at a preset's path changes neither the
+    checks nor the jobs (a job Hydra composes in another process never saw such files)."""
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    write_yaml(reference_project / "configs" / "global_training" / "optimizer" / "adamw.yaml", {"name": "SGD"})
+    write_yaml(reference_project / "configs" / "mygroup" / "fast.yaml", {"seed": 4})
+    result = run_sequifier(["train", "--cfg", "job", "global_training/optimizer=adamw"], reference_project)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "name: AdamW" in result.stdout and "SGD" not in result.stdout
+    result = run_sequifier(["train", "--cfg", "job", "+mygroup=fast"], reference_project)
+    assert result.returncode == 2 and "mygroup" in result.stderr and "Traceback" not in result.stderr

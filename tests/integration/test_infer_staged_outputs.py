@@ -70,7 +70,9 @@ def test_an_output_folder_that_is_a_file_is_a_clear_error_that_changes_nothing(p
     folder.write_text("a file of the user's")
     with pytest.raises(UserError) as caught:
         infer(project, GENERATIVE)
-    assert str(folder) in str(caught.value) and GENERATIVE in str(caught.value)
+    assert caught.value.where == str(folder) and "is in the way of this run's output folder (a file)" in str(
+        caught.value
+    )
     assert folder.read_text() == "a file of the user's"
     assert _hidden(project) == []
 
@@ -117,4 +119,19 @@ def test_a_folder_in_the_way_of_a_part_is_named_before_anything_moves(project, m
         infer(project, GENERATIVE, write_format="parquet")
     assert caught.value.where == str(in_the_way) and "in the way" in caught.value.problem
     assert _snapshot(_folder(project)) == before and in_the_way.is_dir()
+    assert _hidden(project) == []
+
+
+@pytest.mark.parametrize("in_the_way", ["a link to nothing", "a file"])
+def test_a_kind_folder_in_the_way_is_named_before_anything_is_written(in_the_way, project, tmp_path):
+    kind_folder = project / "outputs" / "predictions"
+    kind_folder.parent.mkdir(parents=True, exist_ok=True)
+    if in_the_way == "a file":
+        kind_folder.write_text("mine")
+    else:
+        kind_folder.symlink_to(tmp_path / "gone")
+    with pytest.raises(UserError) as caught:
+        infer(project, GENERATIVE)
+    assert caught.value.where == str(kind_folder)
+    assert caught.value.problem == f"is in the way of this run's output folder ({in_the_way}); move it away"
     assert _hidden(project) == []

@@ -136,6 +136,8 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
         ("-m", "hydra.launcher.timeout_min=5"): "'timeout_min' is not a setting of the launcher basic",
         ("hydra.job.chdir=true",): "hydra.job.chdir: is not supported",
         ("-m", "seed=1,2", "hydra.sweep.subdir=same"): "'same' would be the same folder for every job",
+        ("-m", "seed=1,2", "hydra.sweep.subdir=x/${hydra.job.num}/../y"): "holds '..'",
+        ("-m", "hydra.sweeper.params.seed=1,2"): "hydra.sweeper.params.seed: is not supported",
         ("-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=abc"): (
             "the launcher's timeout_min must be an integer, got 'abc'"
         ),

@@ -73,3 +73,67 @@ def test_a_model_file_the_disk_refuses_after_training_is_one_line_and_a_resume_e
     in_the_way.rmdir()
     assert cli.main(["train", "global_training.resume.policy=if_exists"]) == 0
     assert in_the_way.is_file()
+
+
+def test_a_folder_where_a_checkpoint_goes_and_a_link_to_nothing_are_refused_before_training(
+    tmp_path, monkeypatch, capsys
+):
+    project = project_with(tmp_path, "project", tiny_train_config())
+    in_the_way = project / "checkpoints" / "tiny" / "epoch-1.pt"
+    in_the_way.mkdir(parents=True)
+    error = _refusal(project, monkeypatch, capsys)
+    assert f"{in_the_way}: is a folder where training writes a checkpoint file" in error
+    in_the_way.rmdir()
+    (project / "models").symlink_to(tmp_path / "gone")
+    error = _refusal(project, monkeypatch, capsys)
+    assert f"{project / 'models'} is a link to {tmp_path / 'gone'}, which does not exist" in error
+    assert not list(project.glob("checkpoints/*/*.pt")) and not (project / "logs" / "tiny").exists()
+
+
+LIMITED_WRITES = """
+import resource, sys
+from sequifier.cli import entry
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+sys.argv = ["sequifier", "train"]
+entry()
+"""
+
+
+def test_a_checkpoint_the_file_system_refuses_is_one_line_and_a_rerun_resumes_or_trains(tmp_path):
+    """Files over RLIMIT_FSIZE fail to write (EFBIG) as on a full disk: the run names the file and ends with exit 2,
+    leaves no temp file, and a rerun without the limit finishes the run."""
+    project = project_with(tmp_path, "project", tiny_train_config() | {"training_plan": {"epochs": 2}})
+    limited = subprocess.run(
+        [sys.executable, "-c", LIMITED_WRITES, str(16 * 2**10)], cwd=project, capture_output=True, text=True
+    )
+    assert limited.returncode == 2, limited.stderr[-3000:]
+    error = limited.stderr.strip().splitlines()[-1]
+    assert "Traceback" not in limited.stderr
+    assert error.startswith(f"error: {project / 'checkpoints' / 'tiny' / 'epoch-1.pt'}: ") and "resumes" in error
+    assert not [p for p in project.rglob("*") if p.name.endswith(".tmp")]
+    again = subprocess.run(
+        [sys.executable, "-m", "sequifier", "train", "global_training.resume.policy=if_exists"],
+        cwd=project, capture_output=True, text=True,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (project / "models" / "tiny-last-2.onnx").is_file()
+
+
+def test_a_record_folder_that_cannot_be_made_is_refused_and_commands_of_one_second_get_one_each(
+    tmp_path, monkeypatch, capsys
+):
+    from sequifier.commands import record_folder
+
+    project = project_with(tmp_path, "project", tiny_train_config())
+    (project / "afile.txt").write_text("mine")
+    monkeypatch.chdir(project)
+    assert cli.main(["train", "hydra.run.dir=afile.txt/sub"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error == (
+        f"error: hydra.run.dir: {project / 'afile.txt' / 'sub'}: {project / 'afile.txt'} is a file, not a folder, "
+        "so the run's record cannot go there"
+    )
+    monkeypatch.setattr(record_folder.time, "strftime", lambda form: "2026-01-01" if "Y" in form else "10-00-00")
+    first, second = (record_folder.run_folder_settings([]) for _ in range(2))
+    assert first != second
+    assert sorted(p.name for p in (project / "outputs" / "2026-01-01").iterdir()) == ["10-00-00", "10-00-00-2"]

@@ -169,3 +169,22 @@ def test_a_staging_folder_of_a_dead_run_is_removed_by_the_next_run(tmp_path):
 def test_stale_temps_of_a_missing_folder_are_nothing_to_remove(tmp_path):
     remove_stale_temps(tmp_path / "missing" / "file.bin")
     assert names_in(tmp_path) == []
+
+
+def test_a_file_system_error_names_the_target_even_when_the_temp_cannot_be_removed(tmp_path, monkeypatch):
+    """On a read-only file system unlink fails with EROFS even where nothing exists: the write's error, naming
+    the file written (not its temp), is the one raised."""
+    target = tmp_path / "result.json"
+    real_unlink = Path.unlink
+
+    def read_only_unlink(path, missing_ok=False):
+        if path.name.endswith(".tmp"):
+            raise OSError(30, "Read-only file system", str(path))
+        return real_unlink(path, missing_ok)
+
+    monkeypatch.setattr(Path, "unlink", read_only_unlink)
+    with pytest.raises(OSError) as caught:
+        with atomic_path(target) as temporary:
+            temporary.write_bytes(b"{}")
+            raise OSError(28, "No space left on device", str(temporary))
+    assert (caught.value.errno, caught.value.filename) == (28, str(target))

@@ -1232,6 +1232,14 @@ VALIDATION_ROWS = [
     row("model-name-empty", {"model_name": ""}, "model_name", "'' cannot name the model's files"),
     row("model-name-outside-the-project", {"model_name": "../../escaped"}, "model_name", "start with no '.'"),
     row("model-name-with-a-folder", {"model_name": "a/b"}, "model_name", "hold no '/'"),
+    row("model-name-with-a-line-break", {"model_name": "a\nb"}, "model_name", "no control character"),
+    row("model-name-not-utf8", {"model_name": "a\udcffb"}, "model_name", "byte that is not UTF-8 text"),
+    row(
+        "an-integer-as-text",
+        {"global_training.inference_batch_size": "33"},
+        "global_training.inference_batch_size",
+        "got '33' (text, as an interpolation such as ${oc.env:...} gives it: wrap it in ${oc.decode:...}",
+    ),
     pytest.param(
         "singleton",
         {"device": "mps"},

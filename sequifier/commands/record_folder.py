@@ -1,0 +1,82 @@
+"""The folder Hydra keeps a train command's record in (outputs/<date>/<time>, or the sweep's folder): checked
+before Hydra runs, whose own failure to make or write it would be a traceback, and made here when it is ours,
+so that two commands started in the same second get a folder each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+from sequifier.config.compose import hydra_quoted, last_value
+from sequifier.config.errors import UserError, os_problem
+
+FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of the log
+
+
+def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
+    """The hydra.run.dir setting of a single run: the user's, checked, or a new outputs/<date>/<time>."""
+    chosen = last_value(overrides, "hydra.run.dir")
+    if chosen is not None:
+        _check_chosen(chosen, "hydra.run.dir")
+        return ()
+    return (f"hydra.run.dir={hydra_quoted(str(_new_folder(Path.cwd() / 'outputs', 'hydra.run.dir')))}",)
+
+
+def sweep_folder(overrides: list[str]) -> Path:
+    """The folder of a sweep: the user's hydra.sweep.dir, checked, or a new multirun/<date>/<time>."""
+    chosen = last_value(overrides, "hydra.sweep.dir")
+    if chosen is not None:
+        return _check_chosen(chosen, "hydra.sweep.dir")
+    return _new_folder(Path.cwd() / "multirun", "hydra.sweep.dir")
+
+
+def _check_chosen(chosen: str, key: str) -> Path:
+    folder = Path.cwd() / _unquoted(chosen)
+    _check_can_hold(folder, _nearest_existing(folder), key)
+    return folder
+
+
+def _unquoted(value: str) -> str:
+    quoted = len(value) >= 2 and value[0] == value[-1] and value[0] in "'\""
+    return value[1:-1] if quoted else value
+
+
+def _nearest_existing(folder: Path) -> Path:
+    while not os.path.lexists(folder) and folder != folder.parent:
+        folder = folder.parent
+    return folder
+
+
+def _check_can_hold(folder: Path, existing: Path, key: str) -> None:
+    """`existing`, `folder` or its nearest existing parent, can hold the record."""
+    if not existing.is_dir():
+        raise UserError(key, f"{folder}: {existing} is a file, not a folder, so the run's record cannot go there")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        cause = "a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "not writable"
+        raise UserError(key, f"{folder}: {existing} is {cause}, so the run's record cannot go there")
+    free = shutil.disk_usage(existing).free
+    if free < FREE_BYTES_NEEDED:
+        raise UserError(
+            key, f"{folder}: no space left on device ({free >> 10} KiB free) for the run's record, let alone its models"
+        )
+
+
+def _new_folder(parent: Path, key: str) -> Path:
+    """parent/<date>/<time>, or <time>-2, -3, ... when a command of the same second has it."""
+    day, moment = time.strftime("%Y-%m-%d"), time.strftime("%H-%M-%S")
+    folder = parent / day / moment
+    _check_can_hold(folder, _nearest_existing(folder), key)
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        for number in range(1, 1000):
+            candidate = folder if number == 1 else folder.with_name(f"{moment}-{number}")
+            try:
+                candidate.mkdir()
+                return candidate
+            except FileExistsError:
+                continue
+    except OSError as error:
+        raise UserError(key, f"{folder}: cannot make the run's record folder ({os_problem(error)})") from None
+    raise UserError(key, f"{folder}: a thousand commands of this second already have their folders here")
