@@ -9,6 +9,7 @@ POSIX only: liveness is checked with signal 0, folders are synced through a desc
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import secrets
@@ -18,16 +19,27 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+LONGEST_TEMP_STEM = 150  # bytes of a target's name in its temps' names: 255 less a host name's 64 and the rest
+
 
 def _host() -> str:
     """This machine's name with anything but letters, digits and dashes replaced, so it parses out of a temp name."""
     return re.sub(r"[^A-Za-z0-9-]", "-", socket.gethostname()) or "host"
 
 
+def _temp_stem(name: str) -> str:
+    """`name` as temps of it spell it: shortened, with a digest of the whole, where the temp's suffix would
+    take the temp name past the 255 bytes a file name may have."""
+    if len(name.encode()) <= LONGEST_TEMP_STEM:
+        return name
+    kept = name.encode()[: LONGEST_TEMP_STEM - 17].decode(errors="ignore")
+    return f"{kept}~{hashlib.sha256(name.encode()).hexdigest()[:16]}"
+
+
 def temp_path_for(path: Path) -> Path:
     """A fresh temp path next to `path`, naming this host and process."""
     path = Path(path)
-    return path.with_name(f".{path.name}.{_host()}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
+    return path.with_name(f".{_temp_stem(path.name)}.{_host()}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
 
 
 def _process_exists(pid: int) -> bool:
@@ -58,7 +70,7 @@ def remove_stale_temps(path: Path) -> None:
     path = Path(path)
     if not path.parent.is_dir():
         return
-    prefix = f".{path.name}."
+    prefix = f".{_temp_stem(path.name)}."
     pattern = re.compile(re.escape(prefix) + r"([A-Za-z0-9-]+)\.(\d{1,9})\.[0-9a-f]+\.tmp")
     host = _host()
     with os.scandir(path.parent) as entries:

@@ -117,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="draw a known lower bound of a target's loss (e.g. an entropy rate) as a dotted line; repeatable",
     )
     _common_flags(plot)
+    for command_parser in commands.choices.values():
+        command_parser.set_defaults(command_parser=command_parser)  # whose usage an error about its arguments shows
     return parser
 
 
@@ -125,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args, extras = parser.parse_known_args(argv)
     flags = [e for e in extras if e.startswith("-")]
     if flags or (extras and args.command != "train"):
-        parser.error(f"unrecognized arguments: {' '.join(flags or extras)}")
+        args.command_parser.error(f"unrecognized arguments: {' '.join(flags or extras)}")
     args.overrides = extras
     set_quiet(args.quiet)
     logging.raiseExceptions = False  # a log file that cannot be written (a full disk) drops records, not the run

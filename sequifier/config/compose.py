@@ -311,7 +311,9 @@ def _missing_field(walked: list[str], part: str, node: dict, override: str) -> s
     known = section_fields(walked)
     if known is not None and part not in known and not any(part in pair for pair in ALTERNATIVE_SPELLINGS.values()):
         return "unknown field" + suggestion
-    return "is not in the config file" + suggestion + f"; to set a field the file leaves out, write +{override}"
+    if suggestion:  # a near spelling of a field that is there: most likely a typo of it
+        return "is not in the config file" + suggestion
+    return f"is not in the config file; to set a field the file leaves out, write +{override}"
 
 
 def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:

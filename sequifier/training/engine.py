@@ -131,7 +131,7 @@ class Trainer:
         return phase_epoch(self.spec.config, phase, self._batch_counts(), self._selection_seed(phase_index, epoch))
 
     def run(self) -> TrainResult:
-        resume_from = checkpoint_to_resume(self.spec)
+        resume_from = checkpoint_to_resume(self.spec, announce=self.ranks.is_main)
         if resume_from is None and self.ranks.is_main:
             set_aside_checkpoints_of_another_config(self.spec, self.fingerprint)
         saved = restore(self, resume_from) if resume_from else None

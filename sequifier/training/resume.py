@@ -35,8 +35,9 @@ RESUMABLE_FIELDS = (
 )
 
 
-def checkpoint_to_resume(spec: RunSpec) -> Path | None:
-    """The checkpoint the run continues from, by `global_training.resume`; None to start fresh."""
+def checkpoint_to_resume(spec: RunSpec, announce: bool = True) -> Path | None:
+    """The checkpoint the run continues from, by `global_training.resume`; None to start fresh. `announce`: note a
+    snapshot that a fresh start leaves behind."""
     resume = spec.config.global_training.resume
     if resume.policy == "never":
         return None
@@ -46,6 +47,13 @@ def checkpoint_to_resume(spec: RunSpec) -> Path | None:
         return path
     if resume.policy == "required" or path.is_dir():
         raise UserError("global_training.resume.checkpoint_path", f"{path} {absent_file(path)}")
+    snapshots = sorted(path.parent.glob("*-*.pt"), key=lambda snapshot: snapshot.stat().st_mtime)
+    if announce and not explicit and snapshots:
+        print(
+            f"note: {path.parent} holds no {LATEST} (its write may have failed) but holds {snapshots[-1].name}: "
+            f"this run starts fresh; to continue from that snapshot, set global_training.resume.checkpoint_path="
+            f"{snapshots[-1].relative_to(spec.project_root)}"
+        )
     return None
 
 

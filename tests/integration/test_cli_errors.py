@@ -88,3 +88,11 @@ def test_bad_input_is_one_clear_line(reference_project: Path, make_case, fragmen
     for fragment in fragments:
         assert fragment in lines[0]
     assert not (reference_project / "models").exists()
+
+
+def test_a_misspelt_field_the_file_has_gets_a_did_you_mean_and_no_advice_to_add_the_typo(reference_project: Path):
+    result = run_sequifier(_train_with("model.interface.decoder.typ=mlp")(reference_project), reference_project)
+    assert result.returncode == 2
+    assert (
+        result.stderr.strip() == "error: model.interface.decoder.typ: is not in the config file (did you mean 'type'?)"
+    )

@@ -178,3 +178,17 @@ def test_a_run_resumed_under_another_name_carries_its_rows_over_and_keeps_the_ne
                 metric_rows(uninterrupted[True], "tiny", name)
             )
     assert {name: (project / "logs" / "tiny" / name).read_bytes() for name in files} == stopped_files
+
+
+def test_a_fresh_start_beside_a_snapshot_without_latest_names_the_snapshot(reference_project, monkeypatch, capsys):
+    """A latest.pt whose write failed (a full disk) leaves the epoch's snapshot: the run that cannot resume says so."""
+    project = project_copy(reference_project, "lost-latest", tiny_train_config())
+    train_here(project, monkeypatch)
+    (project / "checkpoints" / "tiny" / "latest.pt").unlink()
+    capsys.readouterr()
+    train_here(project, monkeypatch, RESUME)
+    note = (
+        f"note: {project / 'checkpoints' / 'tiny'} holds no latest.pt (its write may have failed) but holds epoch-1.pt"
+    )
+    out = capsys.readouterr().out
+    assert note in out and "global_training.resume.checkpoint_path=checkpoints/tiny/epoch-1.pt" in out

@@ -188,3 +188,13 @@ def test_a_file_system_error_names_the_target_even_when_the_temp_cannot_be_remov
             temporary.write_bytes(b"{}")
             raise OSError(28, "No space left on device", str(temporary))
     assert (caught.value.errno, caught.value.filename) == (28, str(target))
+
+
+def test_a_name_of_up_to_255_bytes_can_be_written_and_its_stale_temps_are_found(tmp_path):
+    target = tmp_path / ("é" * 120 + "-last-2.onnx")
+    assert len(target.name.encode()) == 252
+    stale = temp_path_for(target)
+    stale = stale.with_name(stale.name.replace(f".{os.getpid()}.", f".{dead_pid()}."))
+    stale.write_bytes(OLD)
+    write_bytes_atomic(target, NEW)
+    assert target.read_bytes() == NEW and names_in(tmp_path) == [target.name]

@@ -29,3 +29,13 @@ def test_debug_shows_the_traceback_and_keeps_the_exit_code(tmp_path, capsys):
     assert cli.main(["plot", str(tmp_path / "absent"), "--debug"]) == 2
     err = capsys.readouterr().err
     assert "Traceback" in err and "UserError" in err and err.strip().splitlines()[-1].startswith("error: ")
+
+
+@pytest.mark.parametrize("argv", [["train", "--config-name", "x"], ["preprocess", "extra"], ["infer", "--resolve"]])
+def test_an_unknown_argument_shows_its_command_s_usage(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert f"sequifier {argv[0]}: error: unrecognized arguments: {argv[1]}" in error
+    assert error.startswith(f"usage: sequifier {argv[0]} ")
