@@ -50,9 +50,10 @@ def _nearest_existing(folder: Path) -> Path:
 
 
 def _check_can_hold(folder: Path, existing: Path, key: str) -> None:
-    """`existing`, `folder` or its nearest existing parent, can hold the record."""
+    """`existing` (`folder`, or its nearest parent that exists) can hold the record."""
     if not existing.is_dir():
-        raise UserError(key, f"{folder}: {existing} is a file, not a folder, so the run's record cannot go there")
+        what = "a link to nothing" if existing.is_symlink() and not existing.exists() else "a file"
+        raise UserError(key, f"{folder}: {existing} is {what}, not a folder, so the run's record cannot go there")
     if not os.access(existing, os.W_OK | os.X_OK):
         cause = "a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "not writable"
         raise UserError(key, f"{folder}: {existing} is {cause}, so the run's record cannot go there")

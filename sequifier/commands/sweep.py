@@ -10,7 +10,6 @@ from pathlib import Path
 from typing import Any
 
 from sequifier.atomic import write_text_atomic
-from sequifier.config.compose import last_value
 from sequifier.training.curves import SWEEP_FILE, draw_sweep
 
 RESULT_FILE = "result.json"
@@ -92,12 +91,6 @@ def _as_file_name(value: str) -> str:
 def write_result(job: HydraJob, result: dict[str, Any]) -> None:
     result = {**result, "sweep_id": os.environ.get(SWEEP_ID_VARIABLE)}
     write_text_atomic(job.run_dir / RESULT_FILE, json.dumps(result, indent=2))
-
-
-def chosen_sweep_dir(overrides: list[str], default: Path) -> Path:
-    """Where Hydra put the sweep: the user's hydra.sweep.dir override (the last one wins, as in Hydra), else ours."""
-    chosen = last_value(overrides, "hydra.sweep.dir")
-    return Path.cwd() / chosen if chosen is not None else default
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:

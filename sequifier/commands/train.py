@@ -31,7 +31,6 @@ from sequifier.commands.launcher import check_launcher_keys, check_tasks, with_l
 from sequifier.commands.record_folder import run_folder_settings, sweep_folder
 from sequifier.commands.sweep import (
     HydraJob,
-    chosen_sweep_dir,
     current_job,
     report_sweep,
     start_sweep,
@@ -120,9 +119,9 @@ def run(args: argparse.Namespace) -> int:
     except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
         if not multirun or not ended.code:
             raise
-        report_sweep(chosen_sweep_dir(overrides.all, sweep_dir))
+        report_sweep(sweep_dir)
         return ended.code if isinstance(ended.code, int) else 1
-    return report_sweep(chosen_sweep_dir(overrides.all, sweep_dir)) if multirun else 0
+    return report_sweep(sweep_dir) if multirun else 0
 
 
 JOB_UNIQUE_KEYS = ("hydra.job.num", "hydra.job.id", "hydra.job.override_dirname")
