@@ -178,6 +178,7 @@ def resolve(config: TrainConfig, run_dir: Path, cwd: Path | None = None) -> RunS
                     "whose columns differ in kind or classes"
                 ),
             )
+    _check_read_format(config.global_training.read_format, parts)
     return RunSpec(
         config=config,
         model_name=config.model_name,
@@ -212,10 +213,6 @@ def _part_spec(
         raise UserError(where, f"part {dataset}.{part} is evaluated but {metadata_path} lists no validation split")
     train_path = root / metadata.split_paths[0]
     stored_as_folder = train_path.is_dir()
-    if training.read_format == "parquet" and stored_as_folder and any(train_path.glob("*.pt")):
-        raise UserError(
-            "global_training.read_format", f"parquet was chosen but {train_path} holds pt shards; set read_format: pt"
-        )
     if training.distributed and not stored_as_folder:
         raise UserError(
             where,
@@ -223,14 +220,36 @@ def _part_spec(
             "every process would have to load whole; preprocess with merge_output: false (write_format: pt for "
             "production runs; parquet shards are beta)",
         )
-    if training.read_format == "pt" and not (stored_as_folder and any(train_path.glob("*.pt"))):
-        raise UserError(
-            "global_training.read_format",
-            f"pt was chosen but {train_path} holds no pt shards; set read_format: parquet",
-        )
     return PartSpec(
         dataset, part, metadata_path, metadata, train_path, root / metadata.split_paths[1] if evaluated else None
     )
+
+
+def _holds_pt_shards(part: PartSpec) -> bool:
+    return part.train_path.is_dir() and any(part.train_path.glob("*.pt"))
+
+
+def _check_read_format(read_format: str, parts: list[PartSpec]) -> None:
+    """One read_format reads every part of the run, so the parts must be stored in its form."""
+    pt = [part for part in parts if _holds_pt_shards(part)]
+    other = [part for part in parts if not _holds_pt_shards(part)]
+    if pt and other:
+        raise UserError(
+            "global_training.read_format",
+            f"one read_format reads every part, but dataset_training.{pt[0].dataset}.parts.{pt[0].part} is stored as "
+            f"pt shards ({pt[0].train_path}) and dataset_training.{other[0].dataset}.parts.{other[0].part} is not "
+            f"({other[0].train_path}); preprocess them with one write_format",
+        )
+    if read_format == "parquet" and pt:
+        raise UserError(
+            "global_training.read_format",
+            f"parquet was chosen but {pt[0].train_path} holds pt shards; set read_format: pt",
+        )
+    if read_format == "pt" and other:
+        raise UserError(
+            "global_training.read_format",
+            f"pt was chosen but {other[0].train_path} holds no pt shards; set read_format: parquet",
+        )
 
 
 def _check_same_contract(first: PartSpec, other: PartSpec, where: str) -> None:

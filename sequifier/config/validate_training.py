@@ -155,7 +155,20 @@ def config_warnings(config: TrainConfig) -> list[str]:
             f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} "
             "applies to each phase separately (reset_optimization_on_phase is true)"
         )
-    return warnings + _idle_selection_settings(config)
+    return warnings + _idle_selection_settings(config) + _unused_datasets(config)
+
+
+def _unused_datasets(config: TrainConfig) -> list[str]:
+    """Datasets no phase trains and no evaluation reads: their models are exported, their metric files stay empty."""
+    sources = [s.source for phase in config.training_plan.phases for s in phase.sources]
+    sources += [s.source for s in config.evaluation.sources] if config.evaluation else []
+    used = {source.split(".", 1)[0] for source in sources}
+    return [
+        f"dataset_training.{name}: no phase trains it and no evaluation reads it; its model files are exported, "
+        "its metric files stay empty"
+        for name in config.dataset_training
+        if name not in used
+    ]
 
 
 def _idle_selection_settings(config: TrainConfig) -> list[str]:

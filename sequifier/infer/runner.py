@@ -174,10 +174,15 @@ def infer_model(
     finally:
         staged.discard()
     progress.close()
+    written_folders = {path.parent for path in written}
     for kind in OUTPUT_KINDS:
         earlier = outputs / kind / model_file.stem
         if kind not in staged.stages and earlier.is_dir() and any(earlier.rglob("part-*")):
             print(f"note: {earlier} holds an earlier run's {kind}; this run wrote none, so they are not this run's")
+        elif kind in staged.stages:
+            for target in sorted(p for p in earlier.iterdir() if p.is_dir() and p not in written_folders):
+                if any(target.glob("part-*")):
+                    print(f"note: {target} holds an earlier run's {kind} of a target this run does not predict")
     return written
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sequifier.atomic import write_bytes_atomic
 from sequifier.config.errors import UserError, did_you_mean
-from sequifier.training.history import History, read_history
+from sequifier.training.history import History, has_rows, read_history
 
 CURVES_FILE = "curves.png"
 SWEEP_FILE = "sweep.png"
@@ -91,7 +91,7 @@ def draw_curves(folder: Path, floors: dict[str, float] | None = None) -> Path:
 
 def draw_run_curves(folders: tuple[str, ...]) -> None:
     """Redraw the curves of a running run; a picture that cannot be drawn is logged, never fatal to training."""
-    for folder in folders:
+    for folder in filter(has_rows, folders):  # a dataset neither trained nor evaluated has no curves to draw
         try:
             draw_curves(Path(folder))
         except Exception as error:  # a picture must not end a run

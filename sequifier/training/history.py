@@ -40,6 +40,11 @@ class History:
         return [(e, self.phases[e]) for before, e in zip(epochs, epochs[1:]) if self.phases[e] != self.phases[before]]
 
 
+def has_rows(folder: Path) -> bool:
+    """Whether the metric files in `folder` hold a row."""
+    return any(_rows(Path(folder) / name) for name in SPLITS.values())
+
+
 def read_history(folder: Path) -> History:
     """The latest run's history in `folder`; a UserError when the folder holds no metric files."""
     if not Path(folder).is_dir():

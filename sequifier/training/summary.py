@@ -7,14 +7,17 @@ from pathlib import Path
 
 from sequifier.progress import duration
 from sequifier.training.curves import CURVES_FILE
-from sequifier.training.history import read_history
+from sequifier.training.history import has_rows, read_history
 from sequifier.training.result import TrainResult
 
 HEADER = ("dataset", "target", "best val loss", "best epoch", "final val loss", "baseline")
 
 
 def summary_rows(folder: Path) -> list[tuple[str, ...]]:
-    """Per target of the run logged in `folder`: best and final validation loss, baseline, epoch of the best."""
+    """Per target of the run logged in `folder`: best and final validation loss, baseline, epoch of the best; none
+    for a dataset the run neither trained nor evaluated (its files hold no rows)."""
+    if not has_rows(folder):
+        return []
     history = read_history(folder)
     baselines = history.series("validation", "baseline_loss")
     rows = []

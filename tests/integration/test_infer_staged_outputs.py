@@ -7,7 +7,8 @@ import signal
 from pathlib import Path
 
 import pytest
-from infer_helpers import GENERATIVE, export_all, infer
+from conftest import write_yaml
+from infer_helpers import GENERATIVE, SPLIT, export_all, infer
 
 import sequifier.infer.runner as runner
 import sequifier.infer.staged_parts as staged_parts
@@ -135,3 +136,14 @@ def test_a_kind_folder_in_the_way_is_named_before_anything_is_written(in_the_way
     assert caught.value.where == str(kind_folder)
     assert caught.value.problem == f"is in the way of this run's output folder ({in_the_way}); move it away"
     assert _hidden(project) == []
+
+
+def test_a_target_folder_of_an_earlier_run_that_this_run_does_not_predict_is_noted(project, capsys):
+    stale = _folder(project, "probabilities") / "nextAction"
+    stale.mkdir(parents=True)
+    (stale / "part-000.csv").write_text("an earlier run's\n")
+    config = {"project_root": str(project), "model_path": f"models/{GENERATIVE}", "data_path": str(SPLIT)}
+    runner.run_inference(write_yaml(project / "configs" / "infer.yaml", config | {"output_probabilities": True}))
+    note = f"note: {stale} holds an earlier run's probabilities of a target this run does not predict"
+    assert note in capsys.readouterr().out
+    assert (stale / "part-000.csv").read_text() == "an earlier run's\n"

@@ -81,3 +81,16 @@ def test_each_dataset_has_its_onnx_and_logs_and_one_bundle_serves_both_interface
     assert refused.returncode == 2 and "Traceback" not in refused.stderr
     assert "holds the logs and names the models of the run of model 'multi'" in refused.stderr
     assert onnx.read_bytes() == before
+
+
+def test_a_dataset_neither_trained_nor_evaluated_is_warned_about_and_the_run_succeeds(reference_project: Path):
+    config = two_interface_config()
+    config["training_plan"]["phases"][0]["sources"] = [{"source": "sess"}]
+    config["evaluation"] = {"sources": [{"source": "sess"}]}
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], reference_project)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "warning: dataset_training.clicks: no phase trains it and no evaluation reads it" in result.stderr
+    summary = result.stdout[result.stdout.index("run summary") :]
+    assert "sess" in summary and "clicks  " not in summary and "multi-clicks-last-1.onnx" in summary
+    assert "could not draw" not in result.stderr

@@ -1480,6 +1480,19 @@ RESOLVE_ROWS = [
         "interface 'main' is shared with a dataset whose columns differ",
         base="canonical",
     ),
+    resolve_row(
+        "datasets-in-different-storage-forms",
+        fixed(
+            {
+                "dataset_training.telemetry": SECOND_DATASET
+                | {"parts": {"main": {"metadata_config_path": "configs/metadata_configs/events_pt.json"}}},
+                "training_plan.phases.0.sources": [{"source": "events"}, {"source": "telemetry"}],
+            }
+        ),
+        "global_training.read_format",
+        "one read_format reads every part, but dataset_training.telemetry.parts.main is stored as pt shards",
+        base="canonical",
+    ),
 ]
 
 
