@@ -58,10 +58,25 @@ def _roll_back(moves: list[Move]) -> list[str]:
             remove_path(target)  # this run's output, already swapped in
         if move.backup is not None and os.path.lexists(move.backup):
             try:
-                os.replace(move.backup, target)
+                if os.path.lexists(target) and os.path.samefile(move.backup, target):
+                    os.unlink(move.backup)  # set aside as a link and never replaced: rename would keep both names
+                else:
+                    os.replace(move.backup, target)
             except OSError:
                 stuck.append(move.backup)
     return stuck
+
+
+def _set_aside(target: Path, backup: Path) -> None:
+    """Keep the output being replaced as `backup`. A file gets a second name, so that the new one replaces it in
+    one rename and readers never find the name missing; a folder (which a rename cannot replace) is moved."""
+    if target.is_file() and not target.is_symlink():
+        try:
+            os.link(target, backup)
+            return
+        except OSError:
+            pass  # a file system without hard links
+    os.replace(target, backup)
 
 
 def _remove_if_there(path: Path) -> None:
@@ -79,10 +94,12 @@ def recover_abandoned(output_folder: Path) -> None:
     """Undo what every run of this host whose process is gone left: staged files, and a swap cut short."""
     host = socket.gethostname()
     for record_path in sorted(output_folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}")):
+        base = record_path.parent
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
-            moves = [Move(**move) for move in record["moves"]]
-            owner, pid, committed, beside = record["host"], int(record["pid"]), record["committed"], record["beside"]
+            moves = [Move(**{key: _joined(base, value) for key, value in move.items()}) for move in record["moves"]]
+            owner, pid, committed = record["host"], int(record["pid"]), record["committed"]
+            beside = [_joined(base, path) for path in record["beside"]]
         except (OSError, ValueError, TypeError, KeyError):
             continue  # not a record this version wrote; the folder goes with the other stale temps
         if owner != host or _process_exists(pid):
@@ -93,6 +110,17 @@ def recover_abandoned(output_folder: Path) -> None:
             _roll_back(moves)
         for staged in beside:  # never swapped in, or already moved away
             _remove_if_there(Path(staged))
+
+
+def _relative(path: str | Path | None, base: Path) -> str | None:
+    """`path` as a record stores it: relative to the record's folder, so that a project copied or moved with a
+    killed run's record is repaired where it now is, and no other copy is touched."""
+    return None if path is None else os.path.relpath(path, base)
+
+
+def _joined(base: Path, path: str | None) -> str | None:
+    """A recorded path read back (an absolute one, of records written before paths were relative, as it is)."""
+    return None if path is None else os.path.normpath(os.path.join(base, path))
 
 
 def _created_folders(folder: Path) -> list[Path]:
@@ -141,8 +169,8 @@ class Staging:
         record = {
             "host": socket.gethostname(),
             "pid": os.getpid(),
-            "beside": [str(path) for path in self.beside],
-            "moves": [asdict(move) for move in self.moves],
+            "beside": [_relative(path, self.root) for path in self.beside],
+            "moves": [{key: _relative(value, self.root) for key, value in asdict(move).items()} for move in self.moves],
             "committed": committed,
         }
         write_text_atomic(self.root / RECORD, json.dumps(record))
@@ -163,7 +191,7 @@ class Staging:
             try:
                 for move in self.moves:
                     if move.backup is not None:
-                        os.replace(move.target, move.backup)
+                        _set_aside(Path(move.target), Path(move.backup))
                     replace_durably(Path(move.staged), Path(move.target))
                 self._record(committed=True)
             except BaseException:

@@ -199,27 +199,45 @@ def _killed_run(root: Path, script: str) -> None:
     assert result.returncode == -signal.SIGKILL
 
 
+KILLED_IN_THE_SWAP = """
+import os, signal
+import sequifier.preprocess.staging as staging
+real, calls = staging.replace_durably, []
+def dying(source, target):
+    calls.append(target)
+    if len(calls) == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(source, target)
+staging.replace_durably = dying
+"""
+
+
 def test_a_run_killed_in_the_middle_of_the_swap_is_rolled_back_by_the_next_run(tmp_path):
     project(tmp_path, merge_output=False)
     before = outputs(tmp_path)
-    _killed_run(
-        tmp_path,
-        """
-        import os, signal
-        import sequifier.preprocess.staging as staging
-        real, calls = staging.replace_durably, []
-        def dying(source, target):
-            calls.append(target)
-            if len(calls) == 3:
-                os.kill(os.getpid(), signal.SIGKILL)
-            real(source, target)
-        staging.replace_durably = dying
-        """,
-    )
+    _killed_run(tmp_path, KILLED_IN_THE_SWAP)
     assert outputs(tmp_path) != before  # two of four outputs were swapped in, two wait as backups
     Staging(tmp_path / "data").remove()  # what every run does first
     assert outputs(tmp_path) == before
     assert hidden(tmp_path) == []
+
+
+@pytest.mark.parametrize("relocation", ["copied", "moved"])
+def test_a_killed_run_s_project_copied_or_moved_is_repaired_where_it_is_and_nowhere_else(relocation, tmp_path):
+    original = tmp_path / "original"
+    project(original, merge_output=False)
+    before = outputs(original)
+    _killed_run(original, KILLED_IN_THE_SWAP)
+    killed = outputs(original)
+    elsewhere = tmp_path / "elsewhere"
+    if relocation == "copied":
+        shutil.copytree(original, elsewhere, symlinks=True)
+    else:
+        original.rename(elsewhere)
+    Staging(elsewhere / "data").remove()
+    assert outputs(elsewhere) == before and hidden(elsewhere) == []
+    if relocation == "copied":
+        assert outputs(original) == killed  # the other copy is left to its own next run
 
 
 def test_a_run_killed_after_its_swap_is_finished_by_the_next_run(tmp_path):
@@ -305,4 +323,21 @@ def test_a_stop_whose_exit_python_ignored_still_keeps_the_previous_outputs(tmp_p
     assert stop.value.code == 130
     assert "stopped by a signal" in capsys.readouterr().err
     assert outputs(tmp_path) == before
+    assert hidden(tmp_path) == []
+
+
+def test_a_file_output_keeps_its_name_while_the_swap_replaces_it(tmp_path, monkeypatch):
+    """A reader opening a split file or the metadata during the swap finds the old or the new one, never nothing."""
+    import sequifier.preprocess.staging as staging_module
+
+    config = project(tmp_path)
+    present, real = [], staging_module.replace_durably
+
+    def watched(source, target):
+        present.append(os.path.exists(target))
+        real(source, target)
+
+    monkeypatch.setattr(staging_module, "replace_durably", watched)
+    run_preprocess(load_preprocess_config(config))
+    assert len(present) == 4 and all(present)  # three splits and the metadata, each replaced in one rename
     assert hidden(tmp_path) == []
