@@ -61,7 +61,6 @@ class MetricsFile:
             with path.open("r+b") as existing:
                 existing.truncate(keep_bytes)
         new = not path.exists() or path.stat().st_size == 0
-        self._unwritten = False
         self._file = path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=fields)
         if new:
@@ -75,7 +74,6 @@ class MetricsFile:
             write()
             self._file.flush()
         except OSError as error:  # a file object's write names no file
-            self._unwritten = True
             raise OSError(error.errno, error.strerror, str(self.path)) from None
 
     def size(self) -> int:
@@ -83,8 +81,4 @@ class MetricsFile:
         return self._file.tell()
 
     def close(self) -> None:
-        try:
-            self._file.close()
-        except OSError:
-            if not self._unwritten:  # else the write's error is the one reported; close only retried its rest
-                raise
+        self._file.close()
