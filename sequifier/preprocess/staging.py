@@ -155,13 +155,13 @@ class Staging:
 
     def reserve_beside(self, target: Path) -> Path:
         """A staged file beside `target`, created now so that an unwritable folder fails before any work is done."""
+        self.had_previous = self.had_previous or os.path.lexists(target)
         self.created += _created_folders(target.parent)
         remove_stale_temps(target)
         staged = temp_path_for(target)
         self.beside.append(staged)
         self._record(committed=False)
         staged.touch(exist_ok=False)
-        self.had_previous = self.had_previous or os.path.lexists(target)
         return staged
 
     def _record(self, committed: bool) -> None:
