@@ -23,6 +23,7 @@ CSV_BLOCK_BYTES = 1 << 20
 # Leading bytes of a CSV file its column types are inferred from.
 CSV_INFER_BYTES = 8 << 20
 _CSV_COLUMN = re.compile(r"CSV column #(\d+)")
+_LONG_DIGITS = re.compile(rb"[0-9]{16}")
 _NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?\s*$|^\s*[+-]?(inf|infinity|nan)\s*$"
 # Only an empty field (or "") is a missing value, in every column: words such as NA or null are data, as in Parquet.
 _CSV_MISSING = {"null_values": [""], "strings_can_be_null": True}
@@ -210,7 +211,7 @@ def _rounded_integers(head: bytes, schema: pa.Schema) -> dict[str, str]:
     """{column: literal} for the head's float columns holding an integer literal beyond 2**53, which reading the
     column as floats (beside fractions, or beyond the 64-bit integers) rounds."""
     floats = [field.name for field in schema if pa.types.is_floating(field.type)]
-    if not floats:
+    if not floats or not _LONG_DIGITS.search(head):  # the common case, without parsing the head again
         return {}
     text = _head_as_text(head, floats)
     found = {}
