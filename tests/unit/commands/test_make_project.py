@@ -60,7 +60,7 @@ def test_a_failure_while_writing_leaves_nothing_behind(tmp_path, monkeypatch):
     assert (tmp_path / "proj" / "configs" / "train.yaml").is_file()
 
 
-@pytest.mark.parametrize("name", ["x: y", "#c", "tab\tx", "p[1]", "a${b}", "ünï cödé"])
+@pytest.mark.parametrize("name", ["x: y", "#c", "p[1]", "a${b}", "ünï cödé"])
 def test_a_project_name_that_yaml_or_a_glob_would_read_otherwise_keeps_its_model_name(tmp_path, name):
     scaffold.make_project(tmp_path / name, demo=False)
     configs = tmp_path / name / "configs"
@@ -72,7 +72,7 @@ def test_a_project_name_that_yaml_or_a_glob_would_read_otherwise_keeps_its_model
     assert resolve_model_path(tmp_path / name, OmegaConf.load(configs / "infer.yaml").model_path) == model
 
 
-@pytest.mark.parametrize("name", [".hidden", " spaced"])
+@pytest.mark.parametrize("name", [".hidden", " spaced", "tab\tx"])
 def test_a_project_name_that_gives_no_valid_model_name_is_refused_before_anything_is_made(tmp_path, name):
     with pytest.raises(UserError, match="cannot name the model's files"):
         scaffold.make_project(tmp_path / name, demo=False)
