@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 from sequifier.config.compose import hydra_quoted, last_value
+from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
 
 FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of the log
@@ -34,7 +35,7 @@ def sweep_folder(overrides: list[str]) -> Path:
 
 def _check_chosen(chosen: str, key: str) -> Path:
     folder = Path.cwd() / _unquoted(chosen)
-    _check_can_hold(folder, _nearest_existing(folder), key)
+    _check_can_hold(folder, nearest_existing(folder), key)
     return folder
 
 
@@ -43,17 +44,11 @@ def _unquoted(value: str) -> str:
     return value[1:-1] if quoted else value
 
 
-def _nearest_existing(folder: Path) -> Path:
-    while not os.path.lexists(folder) and folder != folder.parent:
-        folder = folder.parent
-    return folder
-
-
 def _check_can_hold(folder: Path, existing: Path, key: str) -> None:
     """`existing` (`folder`, or its nearest parent that exists) can hold the record."""
     if not existing.is_dir():
-        what = "a link to nothing" if existing.is_symlink() and not existing.exists() else "a file"
-        raise UserError(key, f"{folder}: {existing} is {what}, not a folder, so the run's record cannot go there")
+        what = link_to_nothing(existing) or "a file, not a folder"
+        raise UserError(key, f"{folder}: {existing} is {what}, so the run's record cannot go there")
     if not os.access(existing, os.W_OK | os.X_OK):
         cause = "a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "not writable"
         raise UserError(key, f"{folder}: {existing} is {cause}, so the run's record cannot go there")
@@ -68,7 +63,7 @@ def _new_folder(parent: Path, key: str) -> Path:
     """parent/<date>/<time>, or <time>-2, -3, ... when a command of the same second has it."""
     day, moment = time.strftime("%Y-%m-%d"), time.strftime("%H-%M-%S")
     folder = parent / day / moment
-    _check_can_hold(folder, _nearest_existing(folder), key)
+    _check_can_hold(folder, nearest_existing(folder), key)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         for number in range(1, 1000):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import difflib
-import os
 from pathlib import Path
 from typing import Iterable
+
+from sequifier.config.entries import link_to_nothing
 
 
 class UserError(Exception):
@@ -37,8 +38,8 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 def absent_file(path: Path) -> str:
     """Why a file a config or flag names is not there to read: a folder in its place, or nothing."""
     path = Path(path)
-    if path.is_symlink() and not path.exists():
-        return f"is a link to {os.readlink(path)}, which does not exist"
+    if link := link_to_nothing(path):
+        return f"is {link}"
     return "is a folder, not a file" if path.is_dir() else "does not exist"
 
 

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
+from sequifier.config.entries import link_to_nothing
 from sequifier.config.errors import UserError
 from sequifier.deferred_signals import signals_deferred
 from sequifier.infer.outputs import OUTPUT_KINDS
@@ -75,5 +76,5 @@ def _refuse_what_is_in_the_way(folder: Path, outputs: Path) -> None:
     for level in [*reversed(folder.relative_to(outputs).parents), folder.relative_to(outputs)]:
         path = outputs / level
         if os.path.lexists(path) and not path.is_dir():
-            what = "a link to nothing" if path.is_symlink() else "a file"
+            what = link_to_nothing(path) or "a file"
             raise UserError(str(path), f"is in the way of this run's output folder ({what}); move it away")

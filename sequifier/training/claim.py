@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Iterator
 
 from sequifier.atomic import temp_path_for, write_text_atomic
+from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.resolve import RunSpec
 from sequifier.training.checkpoint import checkpoint_dir
@@ -35,15 +36,9 @@ def output_folders(spec: RunSpec) -> tuple[Path, ...]:
 def check_writable(folder: Path) -> None:
     """`folder`, or the closest folder above it that exists (where it will be made), takes a file; UserError
     naming `folder` when it does not. Nothing is created but a file that is removed again."""
-    existing = folder
-    while not os.path.lexists(existing) and existing != existing.parent:
-        existing = existing.parent
-    if existing.is_symlink() and not existing.exists():
-        raise UserError(
-            str(folder),
-            f"training writes its outputs here, but {existing} is a link to {os.readlink(existing)}, "
-            "which does not exist",
-        )
+    existing = nearest_existing(folder)
+    if link := link_to_nothing(existing):
+        raise UserError(str(folder), f"training writes its outputs here, but {existing} is {link}")
     try:
         if not existing.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, f"{existing} is not a folder")

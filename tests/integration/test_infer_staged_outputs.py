@@ -134,7 +134,8 @@ def test_a_kind_folder_in_the_way_is_named_before_anything_is_written(in_the_way
     with pytest.raises(UserError) as caught:
         infer(project, GENERATIVE)
     assert caught.value.where == str(kind_folder)
-    assert caught.value.problem == f"is in the way of this run's output folder ({in_the_way}); move it away"
+    what = f"a link to {tmp_path / 'gone'}, which does not exist" if in_the_way == "a link to nothing" else "a file"
+    assert caught.value.problem == f"is in the way of this run's output folder ({what}); move it away"
     assert _hidden(project) == []
 
 

@@ -1,0 +1,21 @@
+"""What stands at a path the project reads or writes: the nearest entry above a path that does not exist yet,
+and how a message names a link to nothing."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def nearest_existing(path: Path) -> Path:
+    """`path`, or the closest folder above it that exists (a link to nothing counts as existing)."""
+    while not os.path.lexists(path) and path != path.parent:
+        path = path.parent
+    return path
+
+
+def link_to_nothing(path: Path) -> str | None:
+    """'a link to TARGET, which does not exist' when `path` is such a link, else None."""
+    if path.is_symlink() and not path.exists():
+        return f"a link to {os.readlink(path)}, which does not exist"
+    return None
