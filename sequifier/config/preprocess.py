@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Optional, Union
+from typing import Any, Iterable, Optional, Union
 
 from omegaconf import OmegaConf
 from omegaconf.errors import OmegaConfBaseException
@@ -271,14 +271,19 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
 
 
 def _folder_read_format(folder: Path, problems: ProblemList) -> Optional[str]:
-    formats = {
-        READ_FORMATS[p.suffix.lower()] for p in folder.iterdir() if p.is_file() and p.suffix.lower() in READ_FORMATS
-    }
+    formats = _formats(p for p in folder.iterdir() if p.is_file())
+    if not formats:  # a partitioned layout (year=2020/...): reading the files' format names the subfolder
+        nested = _formats(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
+        formats = nested if len(nested) == 1 else formats
     if len(formats) > 1:
         problems.add("read_format", f"{folder} holds both csv and parquet files; set read_format to choose")
     elif not formats:
         problems.add(str(folder), "the input folder holds no .csv or .parquet files")
     return formats.pop() if len(formats) == 1 else None
+
+
+def _formats(files: Iterable[Path]) -> set[str]:
+    return {READ_FORMATS[p.suffix.lower()] for p in files if p.suffix.lower() in READ_FORMATS}
 
 
 def _resolved(config: PreprocessConfig, problems: ProblemList) -> PreprocessConfig:

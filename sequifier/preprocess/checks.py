@@ -52,6 +52,11 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
                 f"hold such integers exactly (neighbouring values become one); {FLOATS_FROM}",
             )
         return values.astype(np.int64)
+    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+        words = pc.invert(pc.match_substring_regex(column, r"^\s*[+-]?[0-9]+\s*$")).to_numpy(zero_copy_only=False)
+        if words.any():  # e.g. a header repeated where files were joined
+            row = int(np.flatnonzero(words)[0])
+            raise UserError(name, f"must hold integers, found {column[row].as_py()!r} at {batch.where(row)}")
     raise UserError(name, f"must hold integers, found type {column.type} in {batch.file}")
 
 

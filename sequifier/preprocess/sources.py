@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
+from sequifier.preprocess.csv_lines import refused_line
 
 BATCH_ROWS = 1 << 16
 PARQUET_BUFFER_BYTES = 1 << 20
@@ -27,6 +28,8 @@ _LONG_DIGITS = re.compile(rb"[0-9]{16}")
 _NUMBER = r"^\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)(e[+-]?[0-9]+)?\s*$|^\s*[+-]?(inf|infinity|nan)\s*$"
 # Only an empty field (or "") is a missing value, in every column: words such as NA or null are data, as in Parquet.
 _CSV_MISSING = {"null_values": [""], "strings_can_be_null": True}
+# A quoted field may hold line breaks: the reader then splits blocks where a record ends, not where a line does.
+_CSV_PARSE = pv.ParseOptions(newlines_in_values=True)
 _LONG_ROW = (
     "holds a row longer than the csv reader's {} MiB blocks allow; convert the file to parquet, which has no such limit"
 )
@@ -151,6 +154,7 @@ def _head_as_text(head: bytes, names: list[str]) -> pa.Table:
     return pv.read_csv(
         pa.py_buffer(head),
         read_options=pv.ReadOptions(use_threads=False),
+        parse_options=_CSV_PARSE,
         convert_options=pv.ConvertOptions(
             include_columns=names, column_types={name: pa.string() for name in names}, **_CSV_MISSING
         ),
@@ -189,16 +193,20 @@ def _csv_schema(path: Path) -> tuple[pa.Schema, dict[str, str]]:
             f"its header {_printable(header)[:60]!r} holds no comma: csv fields must be separated by commas "
             "(sequenceId, itemPosition and at least one feature column)",
         )
+    if b"\n" not in head.rstrip():
+        head = head.rstrip() + b"\n"  # a header without its line break: Arrow would find no line to name columns
     try:
         table = pv.read_csv(
             pa.py_buffer(head),
             read_options=pv.ReadOptions(use_threads=False),
+            parse_options=_CSV_PARSE,
             convert_options=pv.ConvertOptions(**_CSV_MISSING),
         )
     except pa.ArrowInvalid:  # e.g. a quoted field with line breaks cut at the end of the head
         reader = pv.open_csv(
             path,
             read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+            parse_options=_CSV_PARSE,
             convert_options=pv.ConvertOptions(**_CSV_MISSING),
         )
         schema = reader.schema
@@ -229,7 +237,11 @@ def _file_schema(path: Path, read_format: str) -> tuple[pa.Schema, dict[str, str
     cannot."""
     try:
         schema, rounded = _csv_schema(path) if read_format == "csv" else (pq.read_schema(path), {})
-    except (pa.ArrowInvalid, OSError) as error:
+    except pa.ArrowInvalid as error:
+        if read_format == "csv":
+            raise _csv_problem(path, error, ()) from None
+        raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
+    except OSError as error:
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
     repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
     if repeated:
@@ -333,10 +345,12 @@ def _csv_problem(path: Path, error: Exception, header: Sequence[str]) -> UserErr
     text = _printable(str(error))
     if "straddling object" in text:
         return UserError(str(path), _LONG_ROW.format(CSV_BLOCK_BYTES >> 20))
+    line = refused_line(path, str(error))
+    at = f" at line {line}" if line else ""
     match = _CSV_COLUMN.search(text)
     if match and int(match.group(1)) < len(header):
-        return UserError(header[int(match.group(1))], f"cannot read {path}: {text}")
-    return UserError(str(path), f"cannot read as csv ({text})")
+        return UserError(header[int(match.group(1))], f"cannot read {path}{at}: {text}")
+    return UserError(str(path), f"cannot read as csv{at} ({text})")
 
 
 def _file_batches(
@@ -362,12 +376,22 @@ def _file_batches(
             reader = pv.open_csv(
                 handle,
                 read_options=pv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+                parse_options=_CSV_PARSE,
                 convert_options=pv.ConvertOptions(include_columns=schema.names, column_types=types, **_CSV_MISSING),
             )
             for batch in reader:
                 yield batch, handle.tell()
         except pa.ArrowInvalid as error:
+            if _only_a_header(path):
+                return
             raise _csv_problem(path, error, header) from None
+
+
+def _only_a_header(path: Path) -> bool:
+    """The file is one line, without the line break Arrow's reader needs to take it as a header."""
+    if path.stat().st_size > CSV_INFER_BYTES:
+        return False
+    return b"\n" not in path.read_bytes().rstrip()
 
 
 def iter_batches(source: InputSource, columns: Sequence[str]) -> Iterator[Batch]:
