@@ -67,7 +67,11 @@ PARALLELISMS = {
 }
 
 
-@pytest.mark.parametrize("parallelism", list(PARALLELISMS))
+@pytest.mark.parametrize(
+    "parallelism",
+    # fsdp-cpu-offload runs FSDP's path too
+    [pytest.param(p, marks=pytest.mark.slow) if p == "fsdp" else p for p in PARALLELISMS],
+)
 def test_two_ranks_compute_what_one_process_computes_with_twice_the_batch(
     parallelism: str, tmp_path: Path, single_process: Path
 ):
@@ -192,7 +196,12 @@ def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
     assert "rank" in stderr and "SIGKILL" in stderr and "Traceback" not in stderr.splitlines()[-1]
 
 
-@pytest.mark.parametrize("whole_group", [True, False], ids=["ctrl-c-to-the-group", "sigint-to-the-parent"])
+@pytest.mark.parametrize(
+    "whole_group",
+    # a signal to the parent alone is forwarded as in the sigterm-parent case of the next test
+    [True, pytest.param(False, marks=pytest.mark.slow)],
+    ids=["ctrl-c-to-the-group", "sigint-to-the-parent"],
+)
 def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: Path):
     """As a terminal's Ctrl-C (every process of the group) or `kill -INT` of the parent alone: the ranks finish
     their step, write latest.pt and end, and so does the parent, with the stopped code, before the prompt returns."""
@@ -210,7 +219,10 @@ def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "signal_number, whole_group", [(signal.SIGINT, True), (signal.SIGTERM, False)], ids=["ctrl-c", "sigterm-parent"]
+    "signal_number, whole_group",
+    # Ctrl-C to the whole group mid-training is the previous test's first case
+    [pytest.param(signal.SIGINT, True, marks=pytest.mark.slow), (signal.SIGTERM, False)],
+    ids=["ctrl-c", "sigterm-parent"],
 )
 def test_a_stop_while_the_ranks_start_is_a_graceful_stop(signal_number: int, whole_group: bool, tmp_path: Path):
     """A signal while the spawned ranks still import torch (before they ignore the forwarded stop): it waits in

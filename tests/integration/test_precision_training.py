@@ -11,7 +11,7 @@ import torch
 from conftest import run_sequifier, tiny_train_config, write_yaml
 from run_helpers import assert_onnx_matches_weights
 
-from sequifier.config.compose import canonical_config
+from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.resolve import resolve
 from sequifier.training.engine import Trainer
 from sequifier.training.native_bf16 import native_bf16
@@ -37,9 +37,14 @@ def onnx_matches_torch(project: Path, onnx_path: Path, pt_path: Path) -> None:
     ],
 )
 def test_precision_option_trains_exports_and_infers(reference_project: Path, override: str):
-    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(export_pt=True))
-    result = run_sequifier(["train", override], reference_project)
-    assert result.returncode == 0, result.stderr
+    """The first option trains from the command line, the others in this process (the same composition)."""
+    config_file = write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(export_pt=True))
+    if override.startswith("global_training.layer_type_dtypes") or "torch_compile" in override:
+        result = run_sequifier(["train", override], reference_project)
+        assert result.returncode == 0, result.stderr
+    else:
+        config = canonical_config(compose_config(config_file, [override]))
+        Trainer(resolve(config, run_dir=reference_project / "run", cwd=reference_project)).run()
     models = reference_project / "models"
     onnx_matches_torch(reference_project, models / "tiny-best-1.onnx", models / "tiny-best-1.pt")
 
