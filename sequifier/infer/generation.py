@@ -5,7 +5,7 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Callable, Protocol
 
 import numpy as np
 
@@ -28,19 +28,29 @@ class Model(Protocol):
 
 
 def run_batched(
-    model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, batch_size: int
+    model: Model,
+    inputs: dict[str, np.ndarray],
+    padding: np.ndarray,
+    batch_size: int,
+    computed: Callable[[int], None] = lambda rows: None,
 ) -> dict[str, np.ndarray]:
-    """Model outputs for all windows, `batch_size` windows per call, up to `model.concurrency` calls at once."""
+    """Model outputs for all windows, `batch_size` windows per call, up to `model.concurrency` calls at once;
+    `computed` hears of each call's rows as its outputs arrive, in order."""
 
     def call(start: int) -> dict[str, np.ndarray]:
         return model({k: v[start : start + batch_size] for k, v in inputs.items()}, padding[start : start + batch_size])
 
     starts = range(0, len(padding), batch_size)
-    if model.concurrency > 1 and len(starts) > 1:
-        with ThreadPoolExecutor(model.concurrency) as pool:
-            batches = list(pool.map(call, starts))
-    else:
-        batches = [call(start) for start in starts]
+    concurrent = model.concurrency > 1 and len(starts) > 1
+    pool = ThreadPoolExecutor(model.concurrency) if concurrent else None
+    batches = []
+    try:
+        for start, batch in zip(starts, pool.map(call, starts) if pool else map(call, starts)):
+            batches.append(batch)
+            computed(min(batch_size, len(padding) - start))
+    finally:
+        if pool:
+            pool.shutdown(cancel_futures=True)
     outputs = {key: np.concatenate([b[key] for b in batches]) for key in batches[0]}
     positions = model.contract["prediction_length"]
     for key, values in outputs.items():
@@ -108,15 +118,21 @@ def shift_in(
 
 
 def generate(
-    model: Model, inputs: dict[str, np.ndarray], padding: np.ndarray, steps: int, batch_size: int, choose: Chooser
+    model: Model,
+    inputs: dict[str, np.ndarray],
+    padding: np.ndarray,
+    steps: int,
+    batch_size: int,
+    choose: Chooser,
+    computed: Callable[[int], None] = lambda rows: None,
 ) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """`steps` items per window, each prediction fed back as the next input.
+    """`steps` items per window, each prediction fed back as the next input; `computed` as in `run_batched`.
 
     Returns values [windows, steps] and probabilities [windows, steps, classes].
     """
     values_by_step, probabilities_by_step = [], []
     for _ in range(steps):
-        values, probabilities = choose(run_batched(model, inputs, padding, batch_size))
+        values, probabilities = choose(run_batched(model, inputs, padding, batch_size, computed))
         values_by_step.append(values)
         probabilities_by_step.append(probabilities)
         inputs, padding = shift_in(inputs, padding, values)

@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -111,8 +111,10 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     return Sources(files, metadata_path, data_path, route)
 
 
-def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser: Chooser) -> dict[str, Any]:
-    """Output tables of one block of windows.
+def infer_part(
+    model: Model, stored: StoredWindows, config: InferConfig, chooser: Chooser, done: Callable[[float], None]
+) -> dict[str, Any]:
+    """Output tables of one block of windows; `done` hears of each share of the block's model calls as it ends.
 
     {"predictions": table, "probabilities/<target>": table} or {"embeddings": table}.
     """
@@ -122,19 +124,52 @@ def infer_part(model: Model, stored: StoredWindows, config: InferConfig, chooser
     if config.autoregressive:
         start, steps = generation_start(width, contract), config.generation_steps or 1
         inputs, padding = model_inputs(window_arrays(stored), stored.left_pad_lengths, contract, start)
-        values, probabilities = generate(model, inputs, padding, steps, batch, chooser)
+        computed = _shares(len(padding) * steps, done)
+        values, probabilities = generate(model, inputs, padding, steps, batch, chooser, computed)
         rows = label_rows(stored, start, width + np.arange(steps)[None, :], inside_data_only=False)
         return generative_tables(rows, values, probabilities, contract, config.decode_categories)
     starts = view_starts(width, contract, config.window_stride)
     inputs, padding = model_inputs(window_arrays(stored), stored.left_pad_lengths, contract, starts)
+    computed = _shares(len(padding), done)
     positions = contract["prediction_length"]
     decoded_inputs = starts[:, None] + contract["context_length"] - positions + np.arange(positions)
     if config.model_type == "embedding":
         rows = label_rows(stored, starts, decoded_inputs, inside_data_only=True)
-        return {"embeddings": embeddings_table(rows, run_batched(model, inputs, padding, batch)["embedding"])}
+        embeddings = run_batched(model, inputs, padding, batch, computed)["embedding"]
+        return {"embeddings": embeddings_table(rows, embeddings)}
     rows = label_rows(stored, starts, decoded_inputs + contract["target_offset"], inside_data_only=True)
-    values, probabilities = chooser(run_batched(model, inputs, padding, batch))
+    values, probabilities = chooser(run_batched(model, inputs, padding, batch, computed))
     return generative_tables(rows, values, probabilities, contract, config.decode_categories)
+
+
+def _shares(total_rows: int, done: Callable[[float], None]) -> Callable[[int], None]:
+    """Model rows computed, as shares of the `total_rows` a block needs."""
+    return lambda rows: done(rows / max(total_rows, 1))
+
+
+class _WindowsDone:
+    """Inference progress in windows, moved by each share of a block's model calls as it ends."""
+
+    def __init__(self, progress: Progress):
+        self.progress, self.windows, self.shown = progress, 0.0, 0
+
+    def block(self, first: int, end: int) -> Callable[[float], None]:
+        """Windows first..end-1: a share of their model calls moves the count by that share of them."""
+
+        def done(share: float) -> None:
+            self.windows = min(self.windows + share * (end - first), end)
+            self._show(int(self.windows))
+
+        return done
+
+    def block_done(self, end: int) -> None:
+        self.windows = float(end)
+        self._show(end)
+
+    def _show(self, windows: int) -> None:
+        if windows > self.shown:
+            self.progress.advance(windows - self.shown)
+            self.shown = windows
 
 
 def infer_model(
@@ -156,15 +191,17 @@ def infer_model(
     outputs = project_root / "outputs"
     staged = StagedParts(outputs, model_file.stem)
     progress = Progress(f"infer {model_file.name}", len(stored), unit="windows")
+    windows_done = _WindowsDone(progress)
     try:
         try:
             for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
                 part = stored.sliced(start, start + WINDOWS_PER_PART)
-                for name, table in infer_part(model, part, config, chooser).items():
+                done = windows_done.block(start, start + len(part))
+                for name, table in infer_part(model, part, config, chooser, done).items():
                     kind, _, target = name.partition("/")
                     path = staged.path(kind, target, f"part-{number:03d}.{config.write_format}")
                     write_table(table, path, config.write_format)
-                progress.advance(len(part))
+                windows_done.block_done(start + len(part))
         except OSError as error:
             raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
         try:

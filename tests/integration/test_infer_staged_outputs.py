@@ -148,3 +148,36 @@ def test_a_target_folder_of_an_earlier_run_that_this_run_does_not_predict_is_not
     note = f"note: {stale} holds an earlier run's probabilities of a target this run does not predict"
     assert note in capsys.readouterr().out
     assert (stale / "part-000.csv").read_text() == "an earlier run's\n"
+
+
+@pytest.mark.parametrize("fields", [{}, {"autoregressive": True, "generation_steps": 3}], ids=["views", "generation"])
+def test_progress_moves_with_the_model_calls_inside_a_part(fields, tmp_path, monkeypatch):
+    """Parts hold up to 100,000 windows: the count moves as the model's batches end, not once a part."""
+    columns = ["event", "amount"]
+    ingestion = {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "amount": 8}}
+    export_all(tmp_path, interface={"input_columns": columns, "target_columns": columns, "ingestion": ingestion})
+    totals: list[int] = []
+    moves: list[tuple[int, int]] = []  # (windows, part files written before)
+    written: list[Path] = []
+    real_write = runner.write_table
+
+    class Recorded(runner.Progress):
+        def __init__(self, label, total, **options):
+            totals.append(total)
+            super().__init__(label, total, **options)
+
+        def advance(self, count, position=None, detail=None):
+            moves.append((count, len(written)))
+            super().advance(count, position, detail)
+
+    def recorded_write(table, path, write_format):
+        written.append(path)
+        real_write(table, path, write_format)
+
+    monkeypatch.setattr(runner, "Progress", Recorded)
+    monkeypatch.setattr(runner, "write_table", recorded_write)
+    infer(tmp_path, GENERATIVE, inference_batch_size=4, **fields)
+    (total,) = totals
+    assert total > 40 and sum(count for count, _ in moves) == total
+    assert all(count > 0 for count, _ in moves)
+    assert len([count for count, files in moves if files == 0]) >= total // 4 - 1
