@@ -9,6 +9,7 @@ import sys
 import traceback
 from pathlib import Path
 
+from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, file_system_error
 from sequifier.fast_exit import run_and_leave
 from sequifier.progress import set_quiet
@@ -123,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    undecodable = next((a for a in (sys.argv[1:] if argv is None else argv) if not_utf8(a)), None)
+    if undecodable is not None:
+        print(f"error: {shown(undecodable)}: holds bytes that are not UTF-8 (shown as ?); arguments must be "
+              "UTF-8 text (rename a file or folder whose name is not)", file=sys.stderr)  # fmt: skip
+        return 2
     parser = build_parser()
     args, extras = parser.parse_known_args(argv)
     flags = [e for e in extras if e.startswith("-")]

@@ -19,3 +19,13 @@ def link_to_nothing(path: Path) -> str | None:
     if path.is_symlink() and not path.exists():
         return f"a link to {os.readlink(path)}, which does not exist"
     return None
+
+
+def not_utf8(text: str) -> bool:
+    """`text` came from bytes that are not UTF-8 (a file name or argument Python decoded with surrogate escapes)."""
+    return any("\udc80" <= character <= "\udcff" for character in text)
+
+
+def shown(text: str) -> str:
+    """`text` printable, each byte that is not UTF-8 shown as '?'."""
+    return "".join("?" if "\udc80" <= character <= "\udcff" else character for character in text)

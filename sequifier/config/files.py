@@ -13,18 +13,46 @@ from omegaconf.errors import OmegaConfBaseException
 from sequifier.config.errors import UserError
 
 MAX_NESTING = 32  # levels of mappings and lists: far more than any config needs, far fewer than OmegaConf's limit
+MAX_VALUES = 100_000  # mappings, lists and scalars once YAML aliases (*name) are expanded
+
+
+class RecursiveAlias(ValueError):
+    """A mapping or list that holds itself through a YAML alias."""
+
+
+def shape(value: Any) -> tuple[int, int]:
+    """(levels of mappings and lists, values counted as if YAML's shared aliases were copies) of `value`; the
+    walk stops past MAX_NESTING levels or MAX_VALUES values. RecursiveAlias for a value that holds itself."""
+    known: dict[int, tuple[int, int]] = {}
+    open_ids: set[int] = set()
+
+    def walk(node: Any) -> tuple[int, int]:
+        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
+        if children is None:
+            return 0, 1
+        if id(node) in known:
+            return known[id(node)]
+        if id(node) in open_ids:
+            raise RecursiveAlias()
+        if len(open_ids) > MAX_NESTING:
+            return 1, 1
+        open_ids.add(id(node))
+        levels, values = 0, 1
+        for child in children:
+            child_levels, child_values = walk(child)
+            levels, values = max(levels, child_levels), values + child_values
+            if values > MAX_VALUES:
+                break
+        open_ids.discard(id(node))
+        known[id(node)] = (levels + 1, values)
+        return known[id(node)]
+
+    return walk(value)
 
 
 def nesting(value: Any) -> int:
     """How many levels of mappings and lists `value` holds (0 for a scalar)."""
-    deepest, pending = 0, [(value, 1)]
-    while pending:
-        node, level = pending.pop()
-        children = node.values() if isinstance(node, dict) else node if isinstance(node, list) else None
-        if children is not None:
-            deepest = max(deepest, level)
-            pending += [(child, level + 1) for child in children]
-    return deepest
+    return shape(value)[0]
 
 
 def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
@@ -49,9 +77,19 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
         raise UserError(str(path), _yaml_syntax_problem(error)) from None
     if top is not None and not isinstance(top, dict):  # an empty file is an empty mapping
         raise UserError(str(path), f"must contain a mapping of fields at the top level, not a {type(top).__name__}")
-    if nesting(top) > MAX_NESTING:
+    try:
+        levels, values = shape(top)
+    except RecursiveAlias:
+        raise UserError(
+            str(path), "a YAML alias (*name) stands inside the mapping or list it names, so it never ends"
+        ) from None
+    if levels > MAX_NESTING:
         raise UserError(
             str(path), f"nests mappings and lists more than {MAX_NESTING} levels deep; a config needs fewer"
+        )
+    if values > MAX_VALUES:
+        raise UserError(
+            str(path), f"its YAML aliases (*name) expand to more than {MAX_VALUES:,} values; a config needs far fewer"
         )
     try:
         data = OmegaConf.load(io.StringIO(text))

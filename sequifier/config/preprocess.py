@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
@@ -28,6 +29,7 @@ MINIMUMS = {
     "n_cores": 1,
     "seed": 0,
 }
+MAX_WINDOW_LENGTH = 2**16  # stored windows hold a column per slot; far longer windows exhaust memory first
 PARQUET = {"pq": "parquet"}
 
 
@@ -173,6 +175,12 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
         value = getattr(config, key)
         if value is not None and value < minimum:
             problems.add(key, f"must be at least {minimum}, got {value}")
+    if config.window_length > MAX_WINDOW_LENGTH:
+        problems.add(
+            "window_length",
+            f"must be at most {MAX_WINDOW_LENGTH:,} (stored windows hold a column per item), "
+            f"got {config.window_length:,}",
+        )
     if config.window_length < config.max_target_offset + 1:
         problems.add("window_length", f"must be at least max_target_offset + 1 = {config.max_target_offset + 1}")
     ratios = config.split_ratios
@@ -266,6 +274,8 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
         problems.add("split_values", "cutoffs must be numbers or strings (dates and times as ISO strings)")
     elif len({type(v) is str for v in values}) > 1:
         problems.add("split_values", "mixes numbers and strings")
+    elif any(isinstance(v, float) and not math.isfinite(v) for v in values):
+        problems.add("split_values", f"cutoffs must be finite numbers, got {list(values)}")
     elif any(not a < b for a, b in zip(values, values[1:])):
         problems.add("split_values", f"must be strictly increasing, got {list(values)}")
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ def load_weights_only(path: Path, what: str) -> Any:
 
     if path.is_file() and path.stat().st_size == 0:
         raise UserError(str(path), f"not a readable {what}: the file is empty (0 bytes)")
+    _check_sums(path, what)
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
     except pickle.UnpicklingError as error:
@@ -37,3 +39,17 @@ def load_weights_only(path: Path, what: str) -> Any:
     except Exception as error:  # a damaged zip or pickle raises many kinds of errors
         said = " ".join(str(error).split())[:200] or type(error).__name__
         raise UserError(str(path), f"not a readable {what} ({said})") from None
+
+
+def _check_sums(path: Path, what: str) -> None:
+    """torch.save's archive keeps a CRC-32 of each part, which torch.load does not check: damaged bytes would
+    load as other weights. Files that are no zip archive are left to torch.load's own error."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            damaged = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return
+    if damaged is not None:
+        raise UserError(
+            str(path), f"not a readable {what}: its part {damaged!r} fails its checksum (the file is damaged)"
+        )

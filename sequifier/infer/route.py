@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.errors import UserError, did_you_mean
+from sequifier.config.errors import UserError, absent_file, did_you_mean
 from sequifier.config.infer import InferConfig
 from sequifier.config.resolve import dataset_model_name
 from sequifier.config.schema import TrainConfig
@@ -49,7 +49,7 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
 
     path = project_root / config.training_config_path
     if not path.is_file():
-        raise UserError("training_config_path", f"{path} does not exist")
+        raise UserError("training_config_path", f"{path} {absent_file(path)}")
     train: TrainConfig = canonical_config(compose_config(path, []))
     dataset_name = _pick(config.dataset, list(train.dataset_training), "dataset", path.name)
     dataset = train.dataset_training[dataset_name]

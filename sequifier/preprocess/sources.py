@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
+from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line
@@ -106,6 +107,9 @@ def input_files(config: PreprocessConfig) -> list[Path]:
         if p.is_file() and p.suffix.lower() in suffixes and p.parent != path
         and not any(part.startswith(".") for part in p.relative_to(path).parts)
     )  # fmt: skip
+    unnamed = next((p.relative_to(path) for p in [*files, *nested] if not_utf8(str(p.relative_to(path)))), None)
+    if unnamed is not None:
+        raise UserError(str(path), f"holds {shown(str(unnamed))!r}, whose name is not UTF-8 (shown as ?); rename it")
     if nested:
         raise UserError(
             str(path),
@@ -240,7 +244,8 @@ def _file_schema(path: Path, read_format: str) -> tuple[pa.Schema, dict[str, str
     except pa.ArrowInvalid as error:
         if read_format == "csv":
             raise _csv_problem(path, error, ()) from None
-        raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
+        hint = "; for a csv file, set read_format: csv" if path.suffix.lower() == ".csv" else ""
+        raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))}){hint}") from None
     except OSError as error:
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
     repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})

@@ -174,6 +174,9 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
         )
         with pytest.raises(UserError, match="part: 'other' is not in train.yaml"):
             run_inference(Path("configs/infer.yaml"))
+        write_yaml(reference_project / "configs" / "infer.yaml", {"training_config_path": "configs"})
+        with pytest.raises(UserError, match="training_config_path: .*/configs is a folder, not a file"):
+            run_inference(Path("configs/infer.yaml"))
     finally:
         os.chdir(cwd)
 

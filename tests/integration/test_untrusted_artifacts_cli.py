@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -99,6 +100,21 @@ def set_bookkeeping(path: Path, column: str, value: int) -> None:
     pq.write_table(table.set_column(table.schema.get_field_index(column), column, pa.array(values)), path)
 
 
+def flip_weight_bytes(path: Path) -> None:
+    """Bytes inside the bundle's largest tensor inverted, as a damaged disk or copy would leave them."""
+    with zipfile.ZipFile(path) as archive:
+        largest = max(archive.infolist(), key=lambda info: info.file_size)
+        data = bytearray(path.read_bytes())
+        local = largest.header_offset
+        name_length, extra_length = (
+            int.from_bytes(data[local + 26 : local + 28], "little"),
+            int.from_bytes(data[local + 28 : local + 30], "little"),
+        )
+        middle = local + 30 + name_length + extra_length + largest.file_size // 2
+    data[middle : middle + 16] = bytes(255 - b for b in data[middle : middle + 16])
+    path.write_bytes(bytes(data))
+
+
 def swap_folder_categories(user: Path) -> None:
     path = user / "shards" / "metadata.json"
     described = json.loads(path.read_text())
@@ -181,6 +197,7 @@ CASES = [
         lambda u: (u / BUNDLE).write_bytes(b"\x80\x02}q\x00(X\x01\x00\x00\x00a" + b"\xff" * 64),
         "unpickling",
     ),
+    ("bundle-flipped-bytes", "pt.yaml", BUNDLE, lambda u: flip_weight_bytes(u / BUNDLE), "fails its checksum"),
     (
         "bundle-missing-key",
         "pt.yaml",

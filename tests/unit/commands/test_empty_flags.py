@@ -39,3 +39,20 @@ def test_an_unknown_argument_shows_its_command_s_usage(argv, capsys):
     error = capsys.readouterr().err
     assert f"sequifier {argv[0]}: error: unrecognized arguments: {argv[1]}" in error
     assert error.startswith(f"usage: sequifier {argv[0]} ")
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["preprocess", "--data-path", "data/\udcff.parquet"],
+        ["infer", "--model-path", "models/m\udcff.pt"],
+        ["infer", "--data-path", "data/s\udcff.parquet"],
+        ["train", "model_name=a\udcffb"],
+    ],
+)
+def test_an_argument_of_bytes_that_are_not_utf8_is_refused_before_anything_runs(argv, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(argv) == 2
+    error = capsys.readouterr().err
+    assert error.startswith(f"error: {argv[-1].replace(chr(0xDCFF), '?')}: holds bytes that are not UTF-8")
+    assert list(tmp_path.iterdir()) == []

@@ -46,6 +46,19 @@ def test_nesting_beyond_any_config_is_refused_before_omegaconf_recurses(tmp_path
     assert nesting(read_yaml_mapping(write(tmp_path, "x: " + "[" * 20 + "]" * 20 + "\n"))) == 21
 
 
+def test_an_alias_inside_what_it_names_is_refused(tmp_path):
+    assert "stands inside the mapping or list it names" in problem_of(write(tmp_path, "a: 1\nx: &loop [1, *loop]\n"))
+
+
+def test_aliases_that_expand_beyond_any_config_are_refused(tmp_path):
+    lines = ["l0: &l0 [x, x, x, x, x, x, x, x, x]"]
+    lines += [f"l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]" for i in range(1, 9)]
+    problem = problem_of(write(tmp_path, "\n".join(lines) + "\n"))
+    assert "YAML aliases (*name) expand to more than 100,000 values" in problem
+    shared = "base: &base {lr: 1, layers: [1, 2]}\n" + "".join(f"run{i}: *base\n" for i in range(50))
+    assert read_yaml_mapping(write(tmp_path, shared))["run49"] == {"lr": 1, "layers": [1, 2]}
+
+
 def test_syntax_error_names_line_and_column(tmp_path):
     problem = problem_of(write(tmp_path, "a: 1\nb: [x\nc: 2\n"))
     assert problem.startswith("YAML syntax error at line 3, column 2:")
