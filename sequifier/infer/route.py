@@ -50,7 +50,10 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
     path = project_root / config.training_config_path
     if not path.is_file():
         raise UserError("training_config_path", f"{path} {absent_file(path)}")
-    train: TrainConfig = canonical_config(compose_config(path, []))
+    try:
+        train: TrainConfig = canonical_config(compose_config(path, []))
+    except UserError as error:  # named by the train config's field, which infer's config does not have
+        raise UserError("training_config_path", f"{path} cannot be read as a train config ({error})") from None
     dataset_name = _pick(config.dataset, list(train.dataset_training), "dataset", path.name)
     dataset = train.dataset_training[dataset_name]
     part = dataset.parts[_pick(config.part, list(dataset.parts), "part", f"{path.name} dataset {dataset_name!r}")]

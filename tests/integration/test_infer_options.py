@@ -174,6 +174,11 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
         )
         with pytest.raises(UserError, match="part: 'other' is not in train.yaml"):
             run_inference(Path("configs/infer.yaml"))
+        write_yaml(reference_project / "configs" / "infer.yaml", {"training_config_path": "configs/preprocess-pt.yaml"})
+        with pytest.raises(
+            UserError, match=r"training_config_path: .*/preprocess-pt.yaml cannot be read as a train config"
+        ):
+            run_inference(Path("configs/infer.yaml"))
         write_yaml(reference_project / "configs" / "infer.yaml", {"training_config_path": "configs"})
         with pytest.raises(UserError, match="training_config_path: .*/configs is a folder, not a file"):
             run_inference(Path("configs/infer.yaml"))
