@@ -14,8 +14,10 @@ from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.sources import InputSource, iter_batches
 from sequifier.progress import Progress
 
-# Rows per group: the unit of work and of peak memory. Groups grow beyond it only past MAX_GROUPS groups.
-GROUP_ROWS = 1 << 18
+# Window slots per group (a sequence's windows times window_length): the unit of work and of peak memory, which
+# grows with the windows written, padding included, more than with the rows read. Groups grow beyond it only past
+# MAX_GROUPS groups.
+GROUP_SLOTS = 1 << 18
 MAX_GROUPS = 512
 # Spill column of depth-layout runs: the index of the input file each row came from (an item lives in one file).
 FILE_COLUMN = "__sequifier_file"
@@ -81,21 +83,29 @@ def sequence_layout(sequence_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return starts.astype(np.int64), lengths.astype(np.int64)
 
 
-def plan_groups(lengths: np.ndarray, min_groups: int, group_rows: int | None = None) -> np.ndarray:
-    """First sequence index of every group, then the number of sequences.
+def window_slots(lengths: np.ndarray, window_length: int, stride: int) -> np.ndarray:
+    """Slots of the windows each sequence of `lengths` items gives one split: short sequences are padded to a whole
+    window, long ones give a window every `stride` items."""
+    extra_windows = -(-np.maximum(lengths - window_length, 0) // stride)
+    return window_length * (1 + extra_windows)
 
-    With n groups wanted, group k ends at the sequence boundary nearest to k/n of all rows.
+
+def plan_groups(weights: np.ndarray, min_groups: int, group_size: int | None = None) -> np.ndarray:
+    """First sequence index of every group, then the number of sequences, from each sequence's weight (its window
+    slots) and the weight a group holds (GROUP_SLOTS).
+
+    With n groups wanted, group k ends at the sequence boundary nearest to k/n of all the weight.
     """
-    total = int(lengths.sum())
-    wanted = min(max(min_groups, -(-total // (group_rows or GROUP_ROWS))), MAX_GROUPS, lengths.shape[0])
-    ends = np.cumsum(lengths)
+    total = int(weights.sum())
+    wanted = min(max(min_groups, -(-total // (group_size or GROUP_SLOTS))), MAX_GROUPS, weights.shape[0])
+    ends = np.cumsum(weights)
     targets = total * np.arange(1, wanted) / wanted
     right = np.searchsorted(ends, targets, side="left")
     left = np.maximum(right - 1, 0)
     nearer_left = (right > 0) & (targets - ends[left] < ends[right] - targets)
     cuts = np.where(nearer_left, left, right) + 1
-    cuts = np.unique(cuts[(cuts > 0) & (cuts < lengths.shape[0])])
-    return np.concatenate(([0], cuts, [lengths.shape[0]])).astype(np.int64)
+    cuts = np.unique(cuts[(cuts > 0) & (cuts < weights.shape[0])])
+    return np.concatenate(([0], cuts, [weights.shape[0]])).astype(np.int64)
 
 
 def _spill_schema(source: InputSource, columns: ColumnPlan) -> pa.Schema:

@@ -18,7 +18,14 @@ from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
 from sequifier.preprocess.columns import ColumnPlan, plan_columns
 from sequifier.preprocess.depth import DEPTH_PAYLOAD_VERSION, DEPTH_WINDOWS_PER_SHARD
-from sequifier.preprocess.groups import DuplicatePosition, Group, locate_duplicate, partition, plan_groups
+from sequifier.preprocess.groups import (
+    DuplicatePosition,
+    Group,
+    locate_duplicate,
+    partition,
+    plan_groups,
+    window_slots,
+)
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
 from sequifier.preprocess.moment_tree import TreeNodes, tree_moments
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
@@ -249,7 +256,8 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     )
     per_task = 1 if config.merge_output or config.depth_layouts else (config.batches_per_file or 1)
     min_groups = config.n_cores * per_task
-    bounds = plan_groups(scanned.sequence_lengths, min_groups)
+    slots = window_slots(scanned.sequence_lengths, config.window_length, config.effective_window_stride)
+    bounds = plan_groups(slots, min_groups)
     partitioning = Progress("preprocess partition", source.progress_total)
     groups = partition(source, columns, scanned.sequence_ids, bounds, staging.spill, partitioning)
     partitioning.close()

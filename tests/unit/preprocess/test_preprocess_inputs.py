@@ -70,7 +70,7 @@ def test_folder_input_matches_the_single_file(suffix, tmp_path, monkeypatch, ref
 
 def test_shuffled_rows_small_batches_and_groups_change_nothing(tmp_path, monkeypatch, reference_splits):
     monkeypatch.setattr(sources_module, "BATCH_ROWS", 333)
-    monkeypatch.setattr(groups_module, "GROUP_ROWS", 400)
+    monkeypatch.setattr(groups_module, "GROUP_SLOTS", 400)
     table = raw_table()
     shuffled = table.take(pa.array(np.random.default_rng(5).permutation(table.num_rows)))
     pq.write_table(shuffled, tmp_path / "events.parquet", row_group_size=1000)
@@ -81,28 +81,44 @@ def test_shuffled_rows_small_batches_and_groups_change_nothing(tmp_path, monkeyp
     assert_matches_reference(tmp_path, metadata, reference_splits)
 
 
-def test_groups_bound_the_rows_held_at_once(tmp_path, monkeypatch):
+def reference_slots() -> np.ndarray:
+    """Window slots per sequence of the reference data (window_length 17, the stride defaulting to it)."""
+    _, lengths = np.unique(raw_table().column("sequenceId").to_numpy(), return_counts=True)
+    return groups_module.window_slots(lengths, 17, 17)
+
+
+def test_groups_bound_the_window_slots_held_at_once(tmp_path, monkeypatch):
     seen = []
     real_load = groups_module.load_sorted
 
     def recording_load(group, columns=None):
         loaded = real_load(group, columns)
-        seen.append(loaded.table.num_rows)
+        seen.append(int(groups_module.window_slots(loaded.lengths, 17, 17).sum()))
         return loaded
 
     monkeypatch.setattr("sequifier.preprocess.tasks.load_sorted", recording_load)
-    monkeypatch.setattr(groups_module, "GROUP_ROWS", 500)
+    monkeypatch.setattr(groups_module, "GROUP_SLOTS", 500)
     (tmp_path / "data").mkdir()
     pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
     preprocess(tmp_path, monkeypatch, "data/events.parquet")
-    assert len(seen) == 2 * 11 and max(seen) <= 500 + 60  # 11 groups, each read by fit and write; sequences <= 60 items
+    groups = -(-int(reference_slots().sum()) // 500)
+    assert len(seen) == 2 * groups and max(seen) <= 500 + 4 * 17  # each read by fit and write; <= 60 items a sequence
 
 
-def test_plan_groups_cuts_by_rows_and_keeps_every_core_busy():
+def test_short_sequences_under_a_long_window_make_more_groups_than_their_rows_would():
+    """Each sequence is padded to a whole window: its slots, not its rows, are what a group holds in memory."""
+    lengths = np.full(1000, 2)
+    by_rows = groups_module.plan_groups(lengths, min_groups=1, group_size=500)
+    by_slots = groups_module.plan_groups(groups_module.window_slots(lengths, 16, 16), min_groups=1, group_size=500)
+    assert len(by_rows) - 1 == 4 and len(by_slots) - 1 == 32
+    assert groups_module.window_slots(np.array([1, 16, 17, 33, 40]), 16, 8).tolist() == [16, 16, 32, 64, 64]
+
+
+def test_plan_groups_cuts_by_weight_and_keeps_every_core_busy():
     lengths = np.array([10, 10, 10, 10, 100, 10])
-    assert groups_module.plan_groups(lengths, min_groups=1, group_rows=1000).tolist() == [0, 6]
-    assert groups_module.plan_groups(lengths, min_groups=2, group_rows=1000).tolist() == [0, 4, 6]
-    assert groups_module.plan_groups(lengths, min_groups=1, group_rows=50).tolist() == [0, 4, 5, 6]
+    assert groups_module.plan_groups(lengths, min_groups=1, group_size=1000).tolist() == [0, 6]
+    assert groups_module.plan_groups(lengths, min_groups=2, group_size=1000).tolist() == [0, 4, 6]
+    assert groups_module.plan_groups(lengths, min_groups=1, group_size=50).tolist() == [0, 4, 5, 6]
     assert groups_module.plan_groups(np.array([5]), min_groups=4).tolist() == [0, 1]
 
 
@@ -267,7 +283,7 @@ def test_integers_beyond_float64_precision_can_be_a_real_column(tmp_path, monkey
 
 @pytest.mark.parametrize("write_format", ["parquet", "pt"])
 def test_shards_with_several_cores_hold_the_same_windows(write_format, tmp_path, monkeypatch, reference_splits):
-    monkeypatch.setattr(groups_module, "GROUP_ROWS", 1000)
+    monkeypatch.setattr(groups_module, "GROUP_SLOTS", int(reference_slots().sum()) // 6 + 1)  # 6 groups
     (tmp_path / "data").mkdir()
     pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
     metadata = preprocess(

@@ -47,7 +47,7 @@ REFERENCE_PT_METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events
 def preprocessed(request, tmp_path, monkeypatch) -> Path:
     file_name, read_format, n_cores = request.param
     if n_cores > 1:
-        monkeypatch.setattr(groups_module, "GROUP_ROWS", 700)  # several groups per worker
+        monkeypatch.setattr(groups_module, "GROUP_SLOTS", 700)  # several groups per worker
     config = reference_config(preprocessing_data_path=f"data/{file_name}", read_format=read_format, n_cores=n_cores)
     config_path = make_project(tmp_path, REFERENCE_DIR / "data" / file_name, config)
     monkeypatch.chdir(tmp_path)
