@@ -88,6 +88,11 @@ def check_reals(batch: Batch, names: list[str]) -> None:
             raise UserError(name, f"real column has a NaN/infinite value ({float(values[row])}) at {batch.where(row)}")
 
 
+def first_real(batch: Batch, name: str) -> float:
+    """The first value of a real column of the batch, as the float64 the moments sum (checked by check_reals)."""
+    return float(pc.cast(batch.data.column(name).slice(0, 1), pa.float64(), safe=False)[0].as_py())
+
+
 def check_present(batch: Batch, name: str, role: str) -> None:
     """Every value present and, in a floating point column, not NaN (which no cutoff orders)."""
     column = batch.data.column(name)

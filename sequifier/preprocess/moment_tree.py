@@ -28,18 +28,30 @@ class TreeNodes:
     high: float
 
 
-def group_nodes(values: np.ndarray, sequence: np.ndarray, first_sequence: int, n_sequences: int) -> TreeNodes:
-    """The nodes wholly inside sequences [first_sequence, first_sequence + n_sequences) of the scan.
+def group_nodes(
+    values: np.ndarray, sequence: np.ndarray, first_sequence: int, n_sequences: int, shift: float = 0.0
+) -> TreeNodes:
+    """The nodes wholly inside sequences [first_sequence, first_sequence + n_sequences) of the scan, their means
+    those of `values - shift` (a value of the column, the same for every group, so that means and their differences
+    keep the digits of the spread when the values are large beside it).
 
     `sequence` holds each value's sequence, counted from the group's first; values of one sequence are in
     position order.
     """
+    low, high = (float(values.min()), float(values.max())) if values.size else (np.inf, -np.inf)
+    values = values - shift
     counts = np.bincount(sequence, minlength=n_sequences).astype(np.float64)
     totals = np.bincount(sequence, weights=values, minlength=n_sequences)
     with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         means = np.divide(totals, counts, out=np.zeros(n_sequences), where=counts > 0)
         deviations = values - means[sequence]
         squares = np.bincount(sequence, weights=deviations * deviations, minlength=n_sequences)
+        # The rounded sum makes `means` miss the mean by ulps of the values, which the squares would count as
+        # spread; the deviations' own sum corrects both (the corrected two-pass algorithm).
+        residuals = np.bincount(sequence, weights=deviations, minlength=n_sequences)
+        corrections = np.divide(residuals, counts, out=np.zeros(n_sequences), where=counts > 0)
+        means = means + corrections
+        squares = np.maximum(squares - residuals * corrections, 0.0)
     levels, indices, parts = [], [], []
     start, end = first_sequence, first_sequence + n_sequences
     while start < end:
@@ -52,12 +64,12 @@ def group_nodes(values: np.ndarray, sequence: np.ndarray, first_sequence: int, n
         indices.append(start >> level)
         start += 1 << level
     sums = tuple(np.concatenate([part[k] for part in parts]) for k in range(3)) if parts else _empty()
-    low, high = (float(values.min()), float(values.max())) if values.size else (np.inf, -np.inf)
     return TreeNodes(levels, indices, sums, low, high)
 
 
-def tree_moments(parts: list[TreeNodes]) -> Moments:
-    """The moments at the root of the tree the groups' nodes make up (they cover the scan's sequences)."""
+def tree_moments(parts: list[TreeNodes], shift: float = 0.0) -> Moments:
+    """The moments at the root of the tree the groups' nodes make up (they cover the scan's sequences), of the
+    values the groups shifted by `shift`."""
     nodes: dict[tuple[int, int], Sums] = {}
     for part in parts:
         for position, key in enumerate(zip(part.levels, part.indices)):
@@ -76,7 +88,7 @@ def tree_moments(parts: list[TreeNodes]) -> Moments:
     count, mean, squares = next(iter(nodes.values())) if nodes else _empty()
     low = min((part.low for part in parts), default=np.inf)
     high = max((part.high for part in parts), default=-np.inf)
-    return Moments(int(count.sum()), float(mean.sum()), float(squares.sum()), low, high)
+    return Moments(int(count.sum()), float(mean.sum()) + shift, float(squares.sum()), low, high)
 
 
 def _reduced(leaves: Sums) -> Sums:

@@ -130,7 +130,7 @@ def _fit(
     if reused is not None:
         known = reused.metadata.selected_columns_statistics
         return {name: dict(known[name]) for name in nodes if name in known}, fitted_values
-    totals = {name: tree_moments(parts) for name, parts in nodes.items()}
+    totals = {name: tree_moments(parts, shared.shifts[name]) for name, parts in nodes.items()}
     statistics = {name: statistics_of(name, moments) for name, moments in totals.items()}
     for name, moments in totals.items():
         warning = squeeze_warning(name, moments, statistics[name]["std"])
@@ -253,6 +253,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         window_length=config.window_length,
         stride=config.effective_window_stride,
         output=form,
+        shifts=scanned.first_reals,
     )
     per_task = 1 if config.merge_output or config.depth_layouts else (config.batches_per_file or 1)
     min_groups = config.n_cores * per_task

@@ -8,7 +8,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from sequifier.preprocess.checks import check_present, check_reals, check_window_positions, identifier_values
+from sequifier.preprocess.checks import (
+    check_present,
+    check_reals,
+    check_window_positions,
+    first_real,
+    identifier_values,
+)
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import ItemOrder
 from sequifier.preprocess.sources import InputSource, iter_batches
@@ -26,6 +32,7 @@ class ScanResult:
     sequence_ids: np.ndarray  # sorted, distinct
     sequence_lengths: np.ndarray
     values: dict[str, pa.Array]  # per categorical column: distinct non-null values, sorted
+    first_reals: dict[str, float]  # per real column: the value of the input's first row
 
 
 class _SequenceCounts:
@@ -89,6 +96,7 @@ def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress:
     counts = _SequenceCounts()
     values = {name: DistinctValues(source.schema.field(name).type) for name in columns.categorical}
     rows = 0
+    first_reals: dict[str, float] = {}
     order = ItemOrder() if columns.layout else None
     for batch in iter_batches(source, columns.read_columns):
         sequence_ids = identifier_values(batch, "sequenceId")
@@ -98,6 +106,8 @@ def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress:
             identifier_values(batch, columns.layout.position_column)
             order.check(batch, sequence_ids, item_positions)
         check_reals(batch, columns.real)
+        if not first_reals:
+            first_reals = {name: first_real(batch, name) for name in columns.real}
         if columns.split_column is not None:
             check_present(batch, columns.split_column, "split_column")
         counts.add(sequence_ids)
@@ -111,4 +121,5 @@ def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress:
         sequence_ids=sequence_ids,
         sequence_lengths=lengths,
         values={name: distinct.result() for name, distinct in values.items()},
+        first_reals=first_reals,
     )

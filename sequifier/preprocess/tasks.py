@@ -33,6 +33,7 @@ class SharedWork:
     window_length: int
     stride: int
     output: OutputForm
+    shifts: dict[str, float]  # per real column: its first value, subtracted before moments are summed
 
 
 @dataclass(frozen=True)
@@ -116,7 +117,7 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
         chosen = fit_rows if deep else fit_items
         if chosen is not None:
             values, sequence = values[chosen], sequence[chosen]
-        moments[name] = group_nodes(values, sequence, group.first_sequence, n_sequences)
+        moments[name] = group_nodes(values, sequence, group.first_sequence, n_sequences, shared.shifts[name])
     distinct = {}
     for name in columns.categorical:
         column = rows.column(name)
