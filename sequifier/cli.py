@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 import traceback
 from pathlib import Path
@@ -124,6 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        folder = os.getcwd()
+    except OSError:
+        folder = ""  # a removed working folder: the command names what it cannot find
+    if not_utf8(folder):
+        print(f"error: {shown(folder)}: the working folder's path holds bytes that are not UTF-8 (shown as ?); "
+              "rename it", file=sys.stderr)  # fmt: skip
+        return 2
     undecodable = next((a for a in (sys.argv[1:] if argv is None else argv) if not_utf8(a)), None)
     if undecodable is not None:
         print(f"error: {shown(undecodable)}: holds bytes that are not UTF-8 (shown as ?); arguments must be "

@@ -112,4 +112,5 @@ def _yaml_syntax_problem(error: yaml.YAMLError) -> str:
     mark = getattr(error, "problem_mark", None)
     where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "an unknown line"
     problem = getattr(error, "problem", None) or " ".join(str(error).split())
-    return f"YAML syntax error at {where}: {problem}"
+    context = getattr(error, "context", None)  # what the problem is about, e.g. 'found duplicate anchor'
+    return f"YAML syntax error at {where}: {f'{context}; ' if context else ''}{problem}"

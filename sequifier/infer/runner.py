@@ -17,6 +17,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
 from sequifier.data.fingerprint import check_same_meanings
@@ -52,6 +53,10 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
     matches = sorted(glob.glob(os.path.join(glob.escape(str(project_root)), pattern)), key=os.path.getmtime)
     if not matches:
         raise UserError("model_path", f"no model file matches {full}; train a model first")
+    if not_utf8(matches[-1]):
+        raise UserError(
+            "model_path", f"{full} matches {shown(matches[-1])!r}, whose name is not UTF-8 (shown as ?); rename it"
+        )
     return Path(matches[-1])
 
 

@@ -52,11 +52,17 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
                 f"hold such integers exactly (neighbouring values become one); {FLOATS_FROM}",
             )
         return values.astype(np.int64)
-    if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+    text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+    if text and batch.file.suffix.lower() == ".csv":
+        # a word in a csv's head (e.g. a header repeated where files were joined) makes the column text throughout
         words = pc.invert(pc.match_substring_regex(column, r"^\s*[+-]?[0-9]+\s*$")).to_numpy(zero_copy_only=False)
-        if words.any():  # e.g. a header repeated where files were joined
+        if words.any():
             row = int(np.flatnonzero(words)[0])
             raise UserError(name, f"must hold integers, found {column[row].as_py()!r} at {batch.where(row)}")
+        try:
+            return pc.cast(pc.utf8_trim_whitespace(column), pa.int64()).to_numpy(zero_copy_only=False)
+        except pa.ArrowInvalid:  # beyond int64
+            pass
     raise UserError(name, f"must hold integers, found type {column.type} in {batch.file}")
 
 

@@ -275,7 +275,9 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
         return pa.int64() if any(t != first for _, t in known) else first
     for path, arrow_type in known:
         if _type_family(arrow_type) != _type_family(first):
-            raise UserError(name, f"has type {first} in {first_path} but {arrow_type} in {path}")
+            words = any(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (first, arrow_type))
+            hint = "; a word among a csv's numbers (a header repeated, say) makes its column text" if words else ""
+            raise UserError(name, f"has type {first} in {first_path} but {arrow_type} in {path}{hint}")
     return first
 
 

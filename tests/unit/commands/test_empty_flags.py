@@ -41,6 +41,15 @@ def test_an_unknown_argument_shows_its_command_s_usage(argv, capsys):
     assert error.startswith(f"usage: sequifier {argv[0]} ")
 
 
+def test_a_working_folder_whose_path_is_not_utf8_is_refused(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "project\udcff"
+    folder.mkdir()
+    monkeypatch.chdir(folder)
+    assert cli.main(["preprocess"]) == 2
+    assert "project?: the working folder's path holds bytes that are not UTF-8" in capsys.readouterr().err
+    assert list(folder.iterdir()) == []
+
+
 @pytest.mark.parametrize(
     "argv",
     [

@@ -59,6 +59,11 @@ def test_aliases_that_expand_beyond_any_config_are_refused(tmp_path):
     assert read_yaml_mapping(write(tmp_path, shared))["run49"] == {"lr": 1, "layers": [1, 2]}
 
 
+def test_a_duplicate_anchor_is_named(tmp_path):
+    problem = problem_of(write(tmp_path, "a: &m 1\nb: &m 2\n"))
+    assert "found duplicate anchor 'm'; first occurrence" in problem and "second occurrence" in problem
+
+
 def test_syntax_error_names_line_and_column(tmp_path):
     problem = problem_of(write(tmp_path, "a: 1\nb: [x\nc: 2\n"))
     assert problem.startswith("YAML syntax error at line 3, column 2:")

@@ -35,3 +35,12 @@ def test_a_pattern_without_a_match_names_the_config_field(project: Path):
     with pytest.raises(UserError, match="no model file matches") as error:
         resolve_model_path(project, "models/other-*.onnx")
     assert error.value.where == "model_path"
+
+
+def test_a_pattern_matching_a_name_that_is_not_utf8_is_named(project: Path):
+    newest = project / "models" / "zz\udcff-best-3.onnx"
+    newest.write_bytes(b"onnx")
+    os.utime(newest, (3_000_000, 3_000_000))
+    with pytest.raises(UserError, match=r"matches '.*zz\?-best-3.onnx', whose name is not UTF-8") as error:
+        resolve_model_path(project, "models/*-best-*.onnx")
+    assert error.value.where == "model_path"

@@ -381,6 +381,22 @@ def test_a_csv_holding_only_its_header_in_a_folder_adds_no_rows(line_break, tmp_
     assert_matches_reference(tmp_path, metadata, reference_splits)
 
 
+def test_a_header_repeated_after_the_first_block_of_the_head_is_named_with_its_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(sources_module, "CSV_BLOCK_BYTES", 256)
+    rows = [f"{i // 4},{i % 4},c{i % 3}" for i in range(200)]
+    rows.insert(150, "sequenceId,itemPosition,code")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "codes.csv").write_text("sequenceId,itemPosition,code\n" + "\n".join(rows) + "\n")
+    from sequifier.config.errors import UserError
+
+    with pytest.raises(UserError) as error:
+        preprocess(tmp_path, monkeypatch, "data/codes.csv", selected_columns=["code"], window_length=2)
+    assert error.value.where == "sequenceId"
+    assert (
+        error.value.problem == f"must hold integers, found 'sequenceId' at row 151 of {tmp_path / 'data' / 'codes.csv'}"
+    )
+
+
 def test_quoted_values_with_line_breaks_read_whole_across_the_readers_blocks(tmp_path, monkeypatch, capsys):
     """Blocks of 256 bytes stand for files beyond the reader's 1 MiB blocks: a break inside quotes is not a row's
     end wherever a block ends."""
