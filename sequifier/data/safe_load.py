@@ -47,7 +47,15 @@ def _check_sums(path: Path, what: str) -> None:
     try:
         with zipfile.ZipFile(path) as archive:
             damaged = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+    except zipfile.BadZipFile:
+        with open(path, "rb") as handle:
+            begins_as_archive = handle.read(4) == b"PK\x03\x04"
+        if begins_as_archive:  # torch would say "Invalid argument"
+            raise UserError(
+                str(path), f"not a readable {what}: the archive is cut short or damaged (no index at its end)"
+            ) from None
+        return
+    except (OSError, EOFError, ValueError):
         return
     if damaged is not None:
         raise UserError(

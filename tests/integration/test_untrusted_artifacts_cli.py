@@ -199,6 +199,13 @@ CASES = [
     ),
     ("bundle-flipped-bytes", "pt.yaml", BUNDLE, lambda u: flip_weight_bytes(u / BUNDLE), "fails its checksum"),
     (
+        "bundle-cut-short",
+        "pt.yaml",
+        BUNDLE,
+        lambda u: (u / BUNDLE).write_bytes((u / BUNDLE).read_bytes()[: (u / BUNDLE).stat().st_size // 2]),
+        "the archive is cut short or damaged",
+    ),
+    (
         "bundle-missing-key",
         "pt.yaml",
         BUNDLE,
