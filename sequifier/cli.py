@@ -14,6 +14,7 @@ from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, file_system_error
 from sequifier.fast_exit import run_and_leave
 from sequifier.progress import set_quiet
+from sequifier.standard_streams import keep_streams_writable
 
 DESCRIPTION = "Train transformer models on tabular event sequences: make -> preprocess -> train -> infer."
 
@@ -129,11 +130,18 @@ def main(argv: list[str] | None = None) -> int:
         folder = os.getcwd()
     except OSError:
         folder = ""  # a removed working folder: the command names what it cannot find
+    arguments = sys.argv[1:] if argv is None else argv
+    encoding = sys.getfilesystemencoding()
+    if encoding.replace("-", "").lower() != "utf8" and any(map(not_utf8, [folder, *arguments])):
+        print(f"error: Python reads file names as {encoding} here (the locale is not UTF-8), so it cannot read "
+              f"{shown(folder) if not_utf8(folder) else 'an argument'}; set PYTHONUTF8=1 or LC_ALL=C.UTF-8",
+              file=sys.stderr)  # fmt: skip
+        return 2
     if not_utf8(folder):
         print(f"error: {shown(folder)}: the working folder's path holds bytes that are not UTF-8 (shown as ?); "
               "rename it", file=sys.stderr)  # fmt: skip
         return 2
-    undecodable = next((a for a in (sys.argv[1:] if argv is None else argv) if not_utf8(a)), None)
+    undecodable = next((a for a in arguments if not_utf8(a)), None)
     if undecodable is not None:
         print(f"error: {shown(undecodable)}: holds bytes that are not UTF-8 (shown as ?); arguments must be "
               "UTF-8 text (rename a file or folder whose name is not)", file=sys.stderr)  # fmt: skip
@@ -159,6 +167,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def entry() -> None:
     """The console script and `python -m sequifier`: `main`, then an exit without the interpreter's teardown."""
+    keep_streams_writable()
     run_and_leave(main)
 
 

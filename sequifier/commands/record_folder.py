@@ -63,6 +63,12 @@ def _new_folder(parent: Path, key: str) -> Path:
     """parent/<date>/<time>, or <time>-2, -3, ... when a command of the same second has it."""
     day, moment = time.strftime("%Y-%m-%d"), time.strftime("%H-%M-%S")
     folder = parent / day / moment
+    if "${" in str(parent):
+        raise UserError(
+            key,
+            f"{parent}: Hydra reads '${{' in the path of a run's record folder as an interpolation of its config; "
+            f"run from a folder whose path has no '${{', or set {key} to such a folder",
+        )
     _check_can_hold(folder, nearest_existing(folder), key)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)

@@ -89,7 +89,9 @@ def run(args: argparse.Namespace) -> int:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
     if len(overrides.combinations) > 1 and not multirun:
         raise UserError(
-            "command line", f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them"
+            "command line",
+            f"overrides {', '.join(overrides.swept_keys)} list several values; add -m to sweep them (or quote a "
+            "value that holds a comma: key='a,b')",
         )
     if multirun and len(overrides.combinations) > 1:
         _refuse_shared_job_folders(overrides.all)

@@ -309,8 +309,13 @@ def _missing_field(walked: list[str], part: str, node: dict, override: str) -> s
         return f"is not in the config file, which writes {spelled} instead: override that spelling"
     suggestion = did_you_mean(part, [str(k) for k in node])
     known = section_fields(walked)
-    if known is not None and part not in known and not any(part in pair for pair in ALTERNATIVE_SPELLINGS.values()):
-        return "unknown field" + suggestion
+    if known is not None and part not in known and part not in ALTERNATIVE_SPELLINGS.get(section, ()):
+        elsewhere = [
+            f"{top}.{part}"
+            for top in sorted(section_fields([]) or ())
+            if part in (section_fields([top]) or set()) | set(ALTERNATIVE_SPELLINGS.get(top, ()))
+        ]
+        return "unknown field" + (suggestion or (f" (did you mean {elsewhere[0]}?)" if elsewhere else ""))
     if suggestion:  # a near spelling of a field that is there: most likely a typo of it
         return "is not in the config file" + suggestion
     return f"is not in the config file; to set a field the file leaves out, write +{override}"

@@ -14,7 +14,7 @@ from sequifier.config.network import ColumnSpec
 from sequifier.config.resolve import PartSpec, RunSpec
 from sequifier.data.fingerprint import check_same_meanings
 from sequifier.data.stored import file_window_counts, load_split
-from sequifier.data.stored_windows import StoredWindows
+from sequifier.data.stored_windows import StoredWindows, check_window_length
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.sharding import check_enough_windows, padded_views, rank_range
@@ -92,10 +92,10 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
         for path in (part.train_path, part.validation_path):
             if path is not None:
                 check_same_meanings(path, part.metadata, part.metadata_path)
-        train = _split(part.train_path, dtypes, classes, shape, ranks, where, file_order)
+        train = _split(part.train_path, dtypes, classes, shape, ranks, where, part, file_order)
         validation = None
         if part.validation_path:
-            validation = _split(part.validation_path, dtypes, classes, shape, ranks, where)
+            validation = _split(part.validation_path, dtypes, classes, shape, ranks, where, part)
         loaded[(part.dataset, part.part)] = PartData(
             part,
             interface_name,
@@ -126,6 +126,7 @@ def _split(
     shape: ViewShape,
     ranks: Ranks,
     where: str,
+    part: PartSpec,
     file_order: str = "shuffled",
 ) -> SplitData:
     """The split's windows (this rank's share of them in a distributed run) and their views."""
@@ -136,6 +137,7 @@ def _split(
         window_range = rank_range(total, ranks)
     categorical = {name for name, dtype in dtypes.items() if np.issubdtype(dtype, np.integer)}
     stored = load_split(path, list(dtypes), categorical, file_order, window_range, dtypes)
+    check_window_length(stored, path, (part.metadata.window_length, *part.metadata.window_lengths), part.metadata_path)
     check_training_windows(stored, path, classes, shape)
     windows = to_tensors(stored, categorical)
     window_index, end_slot = training_views(windows, shape)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
@@ -83,6 +84,17 @@ def check_bookkeeping(windows: StoredWindows, where: str) -> None:
         "startItemPosition",
         "at most the window's splitEndItemPosition",
     )
+
+
+def check_window_length(windows: StoredWindows, path: Path, lengths: Sequence[int], metadata_path: Path) -> None:
+    """The windows are as long as the metadata that describes them says (`window_length`, or one of the splits'
+    `window_lengths`); else they come from another preprocess run."""
+    if len(windows) and windows.width is not None and windows.width not in lengths:
+        raise UserError(
+            str(path),
+            f"holds windows of {windows.width} items, but {metadata_path} describes windows of {lengths[0]} "
+            "(window_length): the split and the metadata come from different preprocess runs; preprocess again",
+        )
 
 
 def _refuse_first(where: str, bad: np.ndarray, values: np.ndarray, column: str, allowed: str) -> None:

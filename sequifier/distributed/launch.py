@@ -32,6 +32,7 @@ from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
 from sequifier.fast_exit import leave
+from sequifier.standard_streams import keep_streams_writable
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
 from sequifier.training.stop import FORWARDED, StopRequested
@@ -219,6 +220,7 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
     for number in (signal.SIGINT, signal.SIGUSR1, FORWARDED):  # until training handles them (training/stop.py)
         signal.signal(number, signal.SIG_IGN)  # the parent forwards its stop again every FORWARD_EVERY_S
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_STARTING)
+    keep_streams_writable()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)
     if index != 0:
         logging.getLogger("sequifier").setLevel(logging.WARNING)

@@ -105,6 +105,13 @@ def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dic
                 "metadata_config_path",
                 f"{str(metadata_path)} has no column {name!r}, which {model_file.name} reads or predicts",
             )
+        kind = "categorical" if name in metadata.id_maps else "real"
+        if kind != column["kind"]:
+            raise UserError(
+                f"column_data_types.{name}",
+                f"{str(metadata_path)} makes {name!r} a {kind} column ({metadata.column_data_types[name]}), but "
+                f"{model_file.name} was trained on it as a {column['kind']} one",
+            )
         if column["kind"] == "categorical":
             if metadata.id_maps.get(name) != column["id_map"]:
                 raise UserError(

@@ -23,7 +23,7 @@ from sequifier.config.infer import InferConfig, load_infer_config, metadata_path
 from sequifier.data.fingerprint import check_same_meanings
 from sequifier.data.folder_metadata import FOLDER_METADATA, folder_meanings
 from sequifier.data.metadata import read_metadata
-from sequifier.data.stored_windows import StoredWindows
+from sequifier.data.stored_windows import StoredWindows, check_window_length
 from sequifier.infer import checks
 from sequifier.infer.generation import Chooser, Model, generate, run_batched
 from sequifier.infer.onnx_model import OnnxModel
@@ -273,6 +273,9 @@ def run_inference(
         checks.check_split_meanings(sources.data_path, contract, model_file)
     started = time.perf_counter()
     stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
+    if sources.metadata_path:
+        lengths = (metadata.window_length, *metadata.window_lengths)
+        check_window_length(stored, sources.data_path, lengths, sources.metadata_path)
     for model_file, contract in contracts:
         checks.check_stored_values(stored, sources.data_path, contract, model_file)
     written = []

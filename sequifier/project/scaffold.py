@@ -94,10 +94,14 @@ def make_project(folder: Path, demo: bool) -> None:
     blocking = next((parent for parent in target.parents if parent.exists() and not parent.is_dir()), None)
     if blocking is not None:
         raise UserError(str(folder), f"cannot be made: {blocking} is a file, not a folder")
+    if "${" in str(target):
+        raise UserError(
+            str(folder), "holds '${', which Hydra reads as an interpolation in the train command's record folder there"
+        )
     model_name = f"{target.name}-model"
     problem = model_name_problem(model_name)
     if problem:
-        raise UserError(str(folder), f"gives the project's model the name {problem}; choose another project name")
+        raise UserError(str(folder), f"cannot name a project: its model's name {problem}; choose another project name")
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temps(target)

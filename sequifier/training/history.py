@@ -48,7 +48,8 @@ def has_rows(folder: Path) -> bool:
 def read_history(folder: Path) -> History:
     """The latest run's history in `folder`; a UserError when the folder holds no metric files."""
     if not Path(folder).is_dir():
-        raise UserError(str(folder), "is not a folder; pass a logs/<model> folder")
+        what = "is not a folder" if Path(folder).exists() else "does not exist"
+        raise UserError(str(folder), f"{what}; pass a logs/<model> folder")
     paths = {split: Path(folder) / name for split, name in SPLITS.items()}
     if not any(path.is_file() for path in paths.values()):
         raise UserError(str(folder), f"holds no metric files ({', '.join(FILES)}); pass a logs/<model> folder")

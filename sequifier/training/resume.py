@@ -1,8 +1,9 @@
 """Whether a run continues from a checkpoint, and whether it may: the config and data the checkpoint was written for.
 
 A checkpoint records a fingerprint: the canonical config (every field the saved state depends on:
-model, data, plan, optimization, batch size, threads, world size, seed) and a digest of each
-part's metadata. Resuming with a different one is refused, naming the first differing path and
+model, data, plan, optimization, batch size, threads, world size, seed), a digest of each
+part's metadata and one of the bytes of each split it reads (new data under the same meanings has the same
+metadata). Resuming with a different one is refused, naming the first differing path and
 both values. RESUMABLE_FIELDS may change between the two runs.
 """
 
@@ -82,7 +83,11 @@ def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, An
 
 
 def fingerprint(spec: RunSpec) -> dict[str, Any]:
-    return {"config": _flat(dataclasses.asdict(spec.config)), "data": _data_digests(spec)}
+    return {
+        "config": _flat(dataclasses.asdict(spec.config)),
+        "data": _data_digests(spec),
+        "splits": _split_digests(spec),
+    }
 
 
 def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint: Path) -> None:
@@ -103,6 +108,16 @@ def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint
                 f"dataset_training.{part}.metadata_config_path",
                 f"the preprocessed data differs from the data {checkpoint} was trained on; resume needs the same data",
             )
+    recorded = saved.get("splits")  # absent from checkpoints written before the splits' contents were recorded
+    for part, splits in current["splits"].items() if recorded is not None else ():
+        for split, digest in splits.items():
+            if recorded.get(part, {}).get(split) != digest:
+                raise UserError(
+                    f"dataset_training.{part}.metadata_config_path",
+                    f"its {split} split holds other windows than the data {checkpoint} was trained on (same "
+                    "metadata, other data); resume needs the same data (or start fresh: "
+                    "global_training.resume.policy=never)",
+                )
 
 
 _UNSET = object()
@@ -140,3 +155,30 @@ def _data_digests(spec: RunSpec) -> dict[str, str]:
         content = json.dumps(dataclasses.asdict(part.metadata), sort_keys=True, default=str)
         digests[f"{part.dataset}.parts.{part.part}"] = hashlib.sha256(content.encode()).hexdigest()
     return digests
+
+
+def _split_digests(spec: RunSpec) -> dict[str, dict[str, str]]:
+    """Per `dataset.parts.part`, per split (train, validation): a digest of the split's bytes, since new data of the
+    same meanings has the same metadata."""
+    return {
+        f"{part.dataset}.parts.{part.part}": {
+            split: _split_digest(path)
+            for split, path in (("train", part.train_path), ("validation", part.validation_path))
+            if path is not None
+        }
+        for part in spec.parts
+    }
+
+
+def _split_digest(path: Path) -> str:
+    """SHA-256 of a split file's bytes, or of a shard folder's file names and bytes."""
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(str(file.relative_to(path) if path.is_dir() else "").encode("utf-8", "surrogateescape"))
+        try:
+            with open(file, "rb") as stream:
+                digest.update(hashlib.file_digest(stream, "sha256").digest())
+        except OSError:
+            digest.update(b"unreadable")  # reading the split itself names the problem
+    return digest.hexdigest()

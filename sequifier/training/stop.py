@@ -12,6 +12,7 @@ process group) ignores.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -53,11 +54,12 @@ class GracefulStop:
         for other in self._signals:
             signal.signal(other, signal.SIG_DFL)
         if self.announce:  # os.write: a print here could re-enter a progress line's print to stderr
-            os.write(
-                sys.stderr.fileno(),
-                f"\n{name}: stopping after the current optimizer step, once the latest checkpoint is written; "
-                "a second signal stops at once, without it\n".encode(),
-            )
+            with contextlib.suppress(OSError):  # a stderr nobody reads any more
+                os.write(
+                    sys.stderr.fileno(),
+                    f"\n{name}: stopping after the current optimizer step, once the latest checkpoint is written; "
+                    "a second signal stops at once, without it\n".encode(),
+                )
 
     def __exit__(self, *exc: object) -> None:
         for number, handler in self._previous.items():

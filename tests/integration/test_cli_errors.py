@@ -57,6 +57,10 @@ CASES = [
         ["global_training.batchsize: unknown field (did you mean 'batch_size'?)"],
     ),
     (
+        _train_with("global_training.epochs=3"),
+        ["global_training.epochs: unknown field (did you mean training_plan.epochs?)"],
+    ),
+    (
         _train_with("training_plan.phases[0].epochs=2"),
         ["training_plan.phases: is not in the config file, which writes training_plan.epochs instead"],
     ),

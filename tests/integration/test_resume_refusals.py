@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import torch
 from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
@@ -62,6 +64,21 @@ def test_changed_data_is_refused(trained: Path):
     metadata.write_text(json.dumps(data))
     line = refused(trained, RESUME)
     assert "dataset_training.default.parts.default.metadata_config_path" in line and "data differs" in line
+
+
+def test_other_windows_under_the_same_metadata_are_refused_and_the_same_bytes_rewritten_resume(trained: Path):
+    split = trained / "data" / "events-split0.parquet"
+    table = pq.read_table(split)
+    pq.write_table(table, split)  # the same windows, a new file
+    result = run_sequifier(["train", RESUME], trained)
+    assert result.returncode == 0, result.stderr
+    newest = table.column("0").to_pylist()
+    position = next(i for i, value in enumerate(newest) if value != newest[0])
+    newest[0], newest[position] = newest[position], newest[0]  # two windows' newest values swapped
+    pq.write_table(table.set_column(table.schema.get_field_index("0"), "0", pa.array(newest)), split)
+    line = refused(trained, RESUME)
+    assert "dataset_training.default.parts.default.metadata_config_path" in line
+    assert "train split holds other windows" in line and "same metadata" in line
 
 
 def test_required_needs_an_existing_checkpoint(trained: Path):

@@ -59,10 +59,10 @@ CASES = [
         "evaluation.sources: the validation split of default holds no value of the target 'event' to score",
     ),
     (
-        "windows-narrower-than-the-views",
+        "windows-narrower-than-the-metadata-says",
         _wider_metadata,
-        ["global_training.context_length=36", "model.backbone.architecture.max_context_length=36"],
-        "holds windows of 17 items, but context_length 36 + target_offset 1 needs 37",
+        [],
+        "events.json describes windows of 40 (window_length): the split and the metadata come from different",
     ),
 ]
 

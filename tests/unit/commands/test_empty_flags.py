@@ -65,3 +65,15 @@ def test_an_argument_of_bytes_that_are_not_utf8_is_refused_before_anything_runs(
     error = capsys.readouterr().err
     assert error.startswith(f"error: {argv[-1].replace(chr(0xDCFF), '?')}: holds bytes that are not UTF-8")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_make_refuses_a_project_whose_path_holds_an_interpolation(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["make", "in${x}", "--demo"]) == 2
+    assert "in${x}: holds '${', which Hydra reads as an interpolation" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_plot_says_a_folder_that_does_not_exist_does_not_exist(tmp_path, capsys):
+    assert cli.main(["plot", str(tmp_path / "absent")]) == 2
+    assert f"{tmp_path / 'absent'}: does not exist; pass a logs/<model> folder" in capsys.readouterr().err
