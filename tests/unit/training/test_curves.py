@@ -99,7 +99,7 @@ def test_a_metric_file_that_is_not_one_is_a_user_error_naming_it(tmp_path: Path,
 
 
 def test_a_folder_that_does_not_exist_is_named_as_such(tmp_path: Path):
-    with pytest.raises(UserError, match="is not a folder"):
+    with pytest.raises(UserError, match="missing: does not exist"):
         draw_curves(tmp_path / "missing")
 
 
