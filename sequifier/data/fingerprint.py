@@ -2,9 +2,10 @@
 
 Preprocess records it in the key-value metadata of each merged Parquet split; training and infer compare it with
 the metadata they are given, so that a split of another preprocess run is refused instead of read with the wrong
-meanings. Next to it a split records one digest per column (its id map, or its statistics when normalized), which
-infer compares with the model's contract. Splits without them (CSV, shards, earlier releases) are read as before; a
-shard folder carries its whole metadata.json, which infer checks against the model.
+meanings. Next to it a split records one digest per column (its id map, or its statistics when normalized) and each
+column's kind (categorical or real), which infer compares with the model's contract. Splits without them (CSV,
+shards, earlier releases) are read as before; a shard folder carries its whole metadata.json, which infer checks
+against the model.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sequifier.data.metadata import DatasetMetadata
 
 KEY = b"sequifier.meanings"
 COLUMNS_KEY = b"sequifier.column_meanings"
+KINDS_KEY = b"sequifier.column_kinds"
 
 
 def meanings_fingerprint(metadata: DatasetMetadata) -> str:
@@ -54,7 +56,12 @@ def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
         name: column_meaning(written["id_maps"].get(name), None if name in written["id_maps"] else statistics.get(name))
         for name in written["column_data_types"]
     }
-    return {KEY: _fingerprint(written).encode("utf-8"), COLUMNS_KEY: json.dumps(columns).encode("utf-8")}
+    kinds = {name: "categorical" if name in written["id_maps"] else "real" for name in written["column_data_types"]}
+    return {
+        KEY: _fingerprint(written).encode("utf-8"),
+        COLUMNS_KEY: json.dumps(columns).encode("utf-8"),
+        KINDS_KEY: json.dumps(kinds).encode("utf-8"),
+    }
 
 
 def _recorded(path: Path, key: bytes) -> str | None:
@@ -78,7 +85,16 @@ def split_fingerprint(path: Path) -> str | None:
 
 def split_column_meanings(path: Path) -> dict[str, str] | None:
     """Column -> digest (column_meaning) of a merged Parquet split; None where it records none."""
-    text = _recorded(path, COLUMNS_KEY)
+    return _recorded_columns(path, COLUMNS_KEY)
+
+
+def split_column_kinds(path: Path) -> dict[str, str] | None:
+    """Column -> "categorical" or "real" as preprocess read it, of a merged Parquet split; None where it has none."""
+    return _recorded_columns(path, KINDS_KEY)
+
+
+def _recorded_columns(path: Path, key: bytes) -> dict[str, str] | None:
+    text = _recorded(path, key)
     try:
         columns = json.loads(text) if text else None
     except ValueError:

@@ -1,6 +1,7 @@
 """Loading a split of stored windows: a merged Parquet/CSV file, or a Parquet/PT shard folder read file by file.
 
-A shard folder's files are read in the order its metadata.json lists them, or by path with `file_order: name`.
+A shard folder's files are read in the order its metadata.json lists them, or by path with `file_order: name`;
+`folder_parts` reads one a part at a time, so that a reader holds at most a shard and a part.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata
 from sequifier.data.pt_shards import windows_from_pt
-from sequifier.data.stored_windows import StoredWindows, check_bookkeeping, filled_windows
+from sequifier.data.stored_windows import StoredWindows, check_bookkeeping, concat_windows, filled_windows
 
 
 def _batch_files(described: dict, file_order: str) -> list[dict]:
@@ -107,3 +108,34 @@ def load_split(
         windows = windows.sliced(*window_range) if window_range else windows
     check_bookkeeping(windows, str(path))
     return windows
+
+
+def folder_parts(
+    path: Path, columns: Sequence[str], categorical: Collection[str], size: int
+) -> Iterator[StoredWindows]:
+    """A shard folder's windows in reading order, `size` at a time (the last part may hold fewer)."""
+    path, columns = Path(path), list(columns)
+    described = read_folder_metadata(path)
+    files = _batch_files(described, "shuffled")
+    dtypes = {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns}
+    whole = (0, sum(entry["samples"] for entry in files))
+    pending: list[StoredWindows] = []
+    held = 0
+    for shard in _shard_parts(path, described, files, columns, dtypes, whole):
+        offset = 0
+        while offset < len(shard):
+            taken = min(size - held, len(shard) - offset)
+            pending.append(shard.sliced(offset, offset + taken))
+            held, offset = held + taken, offset + taken
+            if held == size:
+                yield _checked_part(pending, columns, described["window_length"], path)
+                pending, held = [], 0
+        del shard
+    if pending:
+        yield _checked_part(pending, columns, described["window_length"], path)
+
+
+def _checked_part(pieces: list[StoredWindows], columns: list[str], window_length: int, path: Path) -> StoredWindows:
+    part = concat_windows(pieces, columns, window_length)
+    check_bookkeeping(part, str(path))
+    return part

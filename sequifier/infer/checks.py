@@ -10,7 +10,7 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
 from sequifier.data.column_names import ROW_IDENTIFIERS
-from sequifier.data.fingerprint import column_meaning, split_column_meanings
+from sequifier.data.fingerprint import column_meaning, split_column_kinds, split_column_meanings
 from sequifier.data.metadata import DatasetMetadata
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.codec import class_column_names
@@ -243,6 +243,15 @@ def check_compatible(contracts: list[tuple[Path, dict[str, Any]]]) -> None:
 
 def check_split_meanings(data_path: Path, contract: dict[str, Any], model_file: Path) -> None:
     """A merged Parquet split that records its columns' meanings must give the model's columns the model's meanings."""
+    kinds = split_column_kinds(data_path) or {}
+    for name, column in contract["columns"].items():
+        if kinds.get(name, column["kind"]) != column["kind"]:
+            listing = "categorical_columns" if column["kind"] == "categorical" else "real_columns"
+            raise UserError(
+                str(data_path),
+                f"holds {name!r} as a {kinds[name]} column, but {model_file.name} was trained on it as a "
+                f"{column['kind']} one; preprocess the data with {name!r} in {listing}, as the training data was",
+            )
     recorded = split_column_meanings(data_path)
     if recorded is None:
         return
@@ -263,7 +272,7 @@ FLOAT32_LARGEST = float(np.finfo(np.float32).max)
 
 
 def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[str, Any], model_file: Path) -> None:
-    """Before any model runs: every stored id is one of the model's classes, every stored real is finite."""
+    """Every stored id is one of the model's classes, every stored real is finite and within float32."""
     for name in contract["input_columns"]:
         values = stored.columns[name]
         column = contract["columns"][name]

@@ -32,9 +32,10 @@ from sequifier.infer.route import TrainingRoute, training_route
 from sequifier.infer.rows import label_rows
 from sequifier.infer.staged_parts import StagedParts
 from sequifier.infer.windows import (
+    StoredSplit,
     generation_start,
-    load_windows,
     model_inputs,
+    open_split,
     view_starts,
     window_arrays,
 )
@@ -178,9 +179,14 @@ class _WindowsDone:
 
 
 def infer_model(
-    model: Model, model_file: Path, stored: StoredWindows, config: InferConfig, project_root: Path
+    model: Model,
+    model_file: Path,
+    split: StoredSplit,
+    check: Callable[[StoredWindows], None],
+    config: InferConfig,
+    project_root: Path,
 ) -> list[Path]:
-    """Predict every window with one model.
+    """Predict every window with one model, reading the split a part at a time and `check`ing each part first.
 
     Writes part-NNN files of WINDOWS_PER_PART windows each under outputs/<kind>/<model>/, all of them or, on an
     error or interruption, none (the previous outputs stay).
@@ -195,12 +201,13 @@ def infer_model(
     )
     outputs = project_root / "outputs"
     staged = StagedParts(outputs, model_file.stem)
-    progress = Progress(f"infer {model_file.name}", len(stored), unit="windows")
+    progress = Progress(f"infer {model_file.name}", len(split), unit="windows")
     windows_done = _WindowsDone(progress)
     try:
         try:
-            for number, start in enumerate(range(0, len(stored), WINDOWS_PER_PART)):
-                part = stored.sliced(start, start + WINDOWS_PER_PART)
+            for number, part in enumerate(split.parts(WINDOWS_PER_PART)):
+                check(part)
+                start = number * WINDOWS_PER_PART
                 done = windows_done.block(start, start + len(part))
                 for name, table in infer_part(model, part, config, chooser, done).items():
                     kind, _, target = name.partition("/")
@@ -272,18 +279,21 @@ def run_inference(
             checks.check_metadata(metadata, path, contract, model_file)
         checks.check_split_meanings(sources.data_path, contract, model_file)
     started = time.perf_counter()
-    stored = load_windows(sources.data_path, contracts[0][1], config.read_format)
-    if sources.metadata_path:
-        lengths = (metadata.window_length, *metadata.window_lengths)
-        check_window_length(stored, sources.data_path, lengths, sources.metadata_path)
-    for model_file, contract in contracts:
-        checks.check_stored_values(stored, sources.data_path, contract, model_file)
+    split = open_split(sources.data_path, contracts[0][1], config.read_format)
+    lengths = (metadata.window_length, *metadata.window_lengths) if sources.metadata_path else ()
+
+    def check(part: StoredWindows) -> None:
+        if lengths:
+            check_window_length(part, sources.data_path, lengths, sources.metadata_path)
+        for model_file, contract in contracts:
+            checks.check_stored_values(part, sources.data_path, contract, model_file)
+
     written = []
     for model_file, model in zip(sources.model_files, models):
-        files = infer_model(model, model_file, stored, config, project_root)
+        files = infer_model(model, model_file, split, check, config, project_root)
         written += files
         elapsed = time.perf_counter() - started
-        windows_per_second = len(stored) / max(elapsed, 1e-9)
-        print(f"{model_file.name}: {len(stored)} windows -> {files[0].parent} ({windows_per_second:,.0f} windows/s)")
+        windows_per_second = len(split) / max(elapsed, 1e-9)
+        print(f"{model_file.name}: {len(split)} windows -> {files[0].parent} ({windows_per_second:,.0f} windows/s)")
         started = time.perf_counter()
     return written

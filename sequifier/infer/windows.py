@@ -1,4 +1,4 @@
-"""The data side of inference: reading a stored split and cutting the model views of each window.
+"""The data side of inference: reading a stored split a part at a time and cutting the model views of each window.
 
 A view with context C and target offset k starting at slot s reads input slots [s, s+C); its
 decoder outputs of the last P = prediction_length positions predict slots [s+k+C-P, s+k+C).
@@ -8,13 +8,15 @@ The default view is right-aligned (s = W-k-C, predicting the window's last P slo
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 import numpy as np
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
-from sequifier.data.stored import load_split
+from sequifier.data.stored import file_window_counts, folder_parts, load_split
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.export.contract import graph_inputs
 
@@ -26,8 +28,33 @@ def stored_format(path: Path) -> str:
     return "csv" if path.suffix.lower() == ".csv" else "parquet"
 
 
-def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredWindows:
-    """The model's input columns of every stored window of `path` (a merged file or a shard folder)."""
+@dataclass(frozen=True)
+class StoredSplit:
+    """The split infer reads: its window count, and its windows a part at a time.
+
+    A merged file is read whole once; a shard folder is read shard by shard for each pass, holding at most one
+    shard and one part, so memory does not grow with the split.
+    """
+
+    path: Path
+    contract: dict
+    total: int
+    whole: StoredWindows | None
+
+    def __len__(self) -> int:
+        return self.total
+
+    def parts(self, size: int) -> Iterator[StoredWindows]:
+        if self.whole is not None:
+            yield from (self.whole.sliced(start, start + size) for start in range(0, self.total, size))
+            return
+        for part in folder_parts(self.path, self.contract["input_columns"], _categorical(self.contract), size):
+            check_windows(part, self.path, self.contract)
+            yield part
+
+
+def open_split(path: Path, contract: dict, read_format: str | None) -> StoredSplit:
+    """The model's input columns of the stored windows of `path` (a merged file or a shard folder)."""
     if not path.exists():
         raise UserError("data_path", f"{path} does not exist (run `sequifier preprocess` first?)")
     if path.is_file() and path.suffix.lower() == ".pt":
@@ -37,13 +64,26 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
     found = stored_format(path)
     if read_format is not None and read_format != found:
         raise UserError("read_format", f"is {read_format!r}, but {path} holds {found} data")
-    categorical = {n for n, c in contract["columns"].items() if c["kind"] == "categorical"}
-    stored = load_split(path, contract["input_columns"], categorical)
-    if len(stored) == 0:
+    if path.is_dir():
+        split = StoredSplit(path, contract, sum(file_window_counts(path)), None)
+    else:
+        whole = load_split(path, contract["input_columns"], _categorical(contract))
+        check_windows(whole, path, contract)
+        split = StoredSplit(path, contract, len(whole), whole)
+    if len(split) == 0:
         raise UserError("data_path", f"{path} holds no windows")
+    return split
+
+
+def _categorical(contract: dict) -> set[str]:
+    return {n for n, c in contract["columns"].items() if c["kind"] == "categorical"}
+
+
+def check_windows(stored: StoredWindows, path: Path, contract: dict) -> None:
+    """The windows are wide enough for the model's views and hold the depth layouts it reads."""
     width = stored.width
     needed = contract["context_length"] + contract["target_offset"]
-    if width < needed:
+    if len(stored) and width < needed:
         raise UserError(
             "data_path",
             f"the stored windows of {path} hold {width} items, fewer than the model's context_length + "
@@ -58,7 +98,6 @@ def load_windows(path: Path, contract: dict, read_format: str | None) -> StoredW
                 f"the model reads depth layout {layout!r} of capacity {definition['context_length']}, "
                 f"but {path} holds {found}",
             )
-    return stored
 
 
 def view_starts(width: int, contract: dict, window_stride: int | None) -> np.ndarray:

@@ -139,11 +139,7 @@ class Trainer:
         self.records = RunRecords(self.spec, self.run_id, kept, enabled=self.ranks.is_main)
         try:
             if resume_from:
-                p = self.progress
-                logger.info(
-                    "resuming %s from %s: epoch %d of phase %d, after %d planned batches (step %d)",
-                    self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
-                )  # fmt: skip
+                self._announce_resume(resume_from)
             with GracefulStop(announce=self.ranks.is_main) as self.stop, torch_threads(self.training.num_threads):
                 result = self._run()
         except BaseException:
@@ -151,6 +147,20 @@ class Trainer:
             raise
         self.records.close()
         return result
+
+    def _announce_resume(self, resume_from) -> None:
+        p = self.progress
+        if p.phase_index >= len(self.spec.config.training_plan.phases):
+            epochs = f"{p.completed_epochs} epoch{'' if p.completed_epochs == 1 else 's'}"
+            logger.info(
+                "resuming %s from %s: its training plan is complete (%s, step %d); nothing is left to train",
+                self.spec.model_name, resume_from, epochs, p.global_step,
+            )  # fmt: skip
+            return
+        logger.info(
+            "resuming %s from %s: epoch %d of phase %d, after %d planned batches (step %d)",
+            self.spec.model_name, resume_from, p.phase_epoch, p.phase_index + 1, p.batches_done, p.global_step,
+        )  # fmt: skip
 
     def _run(self) -> TrainResult:
         phases = self.spec.config.training_plan.phases

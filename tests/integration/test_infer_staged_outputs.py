@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 from pathlib import Path
 
 import pytest
-from conftest import write_yaml
-from infer_helpers import GENERATIVE, SPLIT, export_all, infer
+import torch
+from conftest import REFERENCE_DIR, write_yaml
+from infer_helpers import GENERATIVE, SPLIT, export_all, infer, outputs
 
 import sequifier.infer.runner as runner
 import sequifier.infer.staged_parts as staged_parts
 from sequifier.atomic import temp_path_for
 from sequifier.config.errors import UserError
+from sequifier.data.stored import file_window_counts
 
 
 @pytest.fixture()
@@ -181,3 +184,29 @@ def test_progress_moves_with_the_model_calls_inside_a_part(fields, tmp_path, mon
     assert total > 40 and sum(count for count, _ in moves) == total
     assert all(count > 0 for count, _ in moves)
     assert len([count for count, files in moves if files == 0]) >= total // 4 - 1
+
+
+def test_a_shard_folder_is_read_a_part_at_a_time_and_a_bad_id_in_a_later_shard_loses_nothing(
+    project, monkeypatch, tmp_path
+):
+    """Parts of 5 windows read from the shards in turn give the rows of one whole read; an id beyond the model's
+    classes in the last shard stops the run after earlier parts were predicted, leaving the previous outputs."""
+    shards = tmp_path / "shards"
+    shutil.copytree(REFERENCE_DIR / "data" / "events_pt-split2", shards)
+    infer(project, GENERATIVE, data_path=shards)
+    whole = outputs(project, "predictions", GENERATIVE)
+    monkeypatch.setattr(runner, "WINDOWS_PER_PART", 5)
+    windows = sum(file_window_counts(shards))
+    assert len(infer(project, GENERATIVE, data_path=shards)) == -(-windows // 5)
+    assert outputs(project, "predictions", GENERATIVE).equals(whole)
+    last = sorted(shards.glob("*.pt"))[-1]
+    payload = torch.load(last, weights_only=False)
+    payload["sequences"]["event"][-1, -1] = 99
+    torch.save(payload, last)
+    before = _snapshot(_folder(project))
+    predicted = []
+    real_part = runner.infer_part
+    monkeypatch.setattr(runner, "infer_part", lambda *args: predicted.append(1) or real_part(*args))
+    with pytest.raises(UserError, match=f"{shards} holds the id 99, outside the classes of {GENERATIVE}"):
+        infer(project, GENERATIVE, data_path=shards)
+    assert len(predicted) >= windows // 2 // 5 and _snapshot(_folder(project)) == before and _hidden(project) == []

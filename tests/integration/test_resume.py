@@ -192,3 +192,13 @@ def test_a_fresh_start_beside_a_snapshot_without_latest_names_the_snapshot(refer
     )
     out = capsys.readouterr().out
     assert note in out and "global_training.resume.checkpoint_path=checkpoints/tiny/epoch-1.pt" in out
+
+
+def test_resuming_a_finished_run_says_its_plan_is_complete(reference_project, monkeypatch):
+    project = project_copy(reference_project, "finished", tiny_train_config())
+    train_here(project, monkeypatch)
+    train_here(project, monkeypatch, RESUME)
+    log = (project / "logs" / "tiny" / "tiny.log").read_text()
+    resumed = [line for line in log.splitlines() if "resuming tiny from" in line]
+    assert len(resumed) == 1 and "its training plan is complete (" in resumed[0], log[-2000:]
+    assert "nothing is left to train" in resumed[0] and "phase" not in resumed[0]

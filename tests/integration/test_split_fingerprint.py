@@ -15,6 +15,7 @@ from sequifier.config.errors import UserError
 from sequifier.data.fingerprint import (
     check_same_meanings,
     meanings_fingerprint,
+    split_column_kinds,
     split_column_meanings,
     split_fingerprint,
 )
@@ -60,3 +61,15 @@ def test_without_metadata_infer_compares_the_splits_column_meanings_with_the_mod
     reused = tmp_path / "reused" / "data" / "events-split2.parquet"
     assert split_column_meanings(reused) is not None
     assert infer(tmp_path / "project", GENERATIVE, data_path=reused)
+
+
+def test_without_metadata_infer_names_a_column_whose_kind_changed(tmp_path, monkeypatch):
+    export_all(tmp_path / "project")
+    preprocess_reference(tmp_path / "other", monkeypatch, categorical_columns=["amount"])
+    other = tmp_path / "other" / "data" / "events-split2.parquet"
+    assert split_column_kinds(other)["amount"] == "categorical"
+    with pytest.raises(UserError) as refused:
+        infer(tmp_path / "project", GENERATIVE, data_path=other)
+    assert refused.value.where == str(other)
+    assert refused.value.problem.startswith("holds 'amount' as a categorical column, but tiny-last-1.onnx was trained")
+    assert "with 'amount' in real_columns" in refused.value.problem
