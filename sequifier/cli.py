@@ -11,7 +11,7 @@ import traceback
 from pathlib import Path
 
 from sequifier.config.entries import not_utf8, shown
-from sequifier.config.errors import UserError, file_system_error
+from sequifier.config.errors import UserError, error_lines, file_system_error
 from sequifier.fast_exit import run_and_leave
 from sequifier.progress import set_quiet
 from sequifier.standard_streams import keep_streams_writable
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exc()
         problem = file_system_error(error) if isinstance(error, OSError) else error
-        print(f"error: {problem}", file=sys.stderr)
+        print(error_lines(problem), file=sys.stderr)
         return problem.exit_code
 
 

@@ -47,7 +47,7 @@ from sequifier.config.compose import (
     read_entry,
     run_hydra,
 )
-from sequifier.config.errors import UserError, file_system_error
+from sequifier.config.errors import UserError, error_lines, file_system_error
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
@@ -236,7 +236,7 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
     except (UserError, OSError) as error:
         problem = error if isinstance(error, UserError) else file_system_error(error, WRITTEN_BEFORE_IS_KEPT)
         if not job.multirun:
-            print(f"error: {problem}", file=sys.stderr)
+            print(error_lines(problem), file=sys.stderr)
             raise SystemExit(problem.exit_code) from None
         result.update(status="failed", error=str(problem))
     except Exception as error:

@@ -27,6 +27,11 @@ class UserError(Exception):
         return type(self), (self.where, self.problem)
 
 
+def error_lines(error: UserError) -> str:
+    """What the user sees: `error: <where>: <problem>`, one line per problem of a report of several."""
+    return "\n".join(f"error: {problem}" for problem in getattr(error, "problems", [error]))
+
+
 def did_you_mean(name: str, candidates: Iterable[str]) -> str:
     """A ' (did you mean X?)' suffix when a close candidate exists, else ''."""
     candidates = list(candidates)

@@ -202,11 +202,19 @@ def _part_spec(
     training = config.global_training
     needed = training.context_length + training.target_offset
     if needed > metadata.window_length:
+        offset_is_too_far = training.target_offset > 1 and training.context_length < metadata.window_length
+        field, other = ("target_offset", "context_length") if offset_is_too_far else ("context_length", "target_offset")
+        largest = metadata.window_length - getattr(training, other)
         raise UserError(
-            "global_training.context_length",
+            f"global_training.{field}",
             (
                 f"context_length {training.context_length} + target_offset {training.target_offset} "
                 f"exceeds the stored window length {metadata.window_length} of {metadata_path}"
+                + (
+                    f"; with {other} {getattr(training, other)}, {field} can be at most {largest}"
+                    if largest > 0
+                    else ""
+                )
             ),
         )
     if evaluated and len(metadata.split_paths) < 2:

@@ -330,7 +330,7 @@ class GlobalTrainingConfig:
         "the same results with fewer activations held at once (null: 2048 on CPU, whole batches on GPUs; "
         "distributed runs take whole batches and need null)",
     )
-    learning_rate: float = option(1e-4, "peak learning rate")
+    learning_rate: float = option(1e-4, "peak learning rate (positive, at most the largest float32)")
     optimizer: dict[str, Any] = option({"name": "Adam"}, "torch.optim class `name` and its keyword arguments")
     scheduler: Optional[dict[str, Any]] = option(
         {"name": "StepLR", "step_size": 1, "gamma": 0.99},
@@ -383,7 +383,7 @@ class GlobalTrainingConfig:
         0, "threads that gather training batches ahead of the loop (0: in the loop); any value trains identically"
     )
     num_threads: Optional[int] = option(
-        None, "torch's intra-op CPU threads during training, logged (default: torch's choice)"
+        None, "torch's intra-op CPU threads during training (1 to 4096), logged (default: torch's choice)"
     )
     tensorboard: bool = option(
         False,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import (
     PARAMETER_GROUPS,
@@ -116,8 +118,21 @@ def _check_initialization(node, path: str, problems: ProblemList) -> None:
         check_selectors((group,), f"{path}.initialization.{group}", problems)
         for target in ("weight", "bias"):
             method = getattr(targets, target)
-            if method is not None and method.method == "constant" and method.value is None:
-                problems.add(f"{path}.initialization.{group}.{target}.value", "constant needs the value to set")
+            if method is not None:
+                _check_init_method(method, f"{path}.initialization.{group}.{target}", problems)
+
+
+def _check_init_method(method, where: str, problems: ProblemList) -> None:
+    if method.method == "constant" and method.value is None:
+        problems.add(f"{where}.value", "constant needs the value to set")
+    if method.std is not None and not 0 <= method.std < math.inf:
+        problems.add(f"{where}.std", f"must be a finite number >= 0, got {method.std}")
+    bounds = {"uniform": (-0.1, 0.1), "trunc_normal": (-2 * (method.std or 0.02), 2 * (method.std or 0.02))}
+    if method.method in bounds:
+        low = bounds[method.method][0] if method.a is None else method.a
+        high = bounds[method.method][1] if method.b is None else method.b
+        if not low < high:
+            problems.add(f"{where}.a", f"the lower bound a ({low}) must be below the upper bound b ({high})")
 
 
 def _check_interface(interface: InterfaceConfig, path: str, context_length: int, problems: ProblemList) -> None:
@@ -147,7 +162,7 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
             f"{path}.decoder.prediction_length",
             f"must be between 1 and context_length {context_length}, got {decoder.prediction_length}",
         )
-    if decoder.support < 1:
+    elif decoder.support < 1:
         problems.add(f"{path}.decoder.support", f"must be at least 1, got {decoder.support}")
     elif decoder.prediction_length + decoder.support - 1 > context_length:
         problems.add(
@@ -155,6 +170,9 @@ def _check_interface(interface: InterfaceConfig, path: str, context_length: int,
             f"each of the {decoder.prediction_length} predicted positions reads {decoder.support} states, so "
             f"prediction_length + support - 1 must not exceed context_length {context_length}",
         )
+    for index, width in enumerate(decoder.hidden_dims or ()):
+        if width < 1:
+            problems.add(f"{path}.decoder.hidden_dims[{index}]", f"must be positive, got {width}")
     if decoder.type != "mlp":
         for key, default, what in (
             ("hidden_dims", None, "hidden layers"),

@@ -28,6 +28,8 @@ POSITIVE_OPTIONAL = (
     "num_threads",
 )
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
+FLOAT32_LARGEST = 3.4028234663852886e38
+MAX_THREADS = 4096
 OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
 SCHEDULERS = (
     "StepLR",
@@ -51,8 +53,16 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
         value = getattr(training, name)
         if value is not None and value <= 0:
             problems.add(f"global_training.{name}", f"must be positive, got {value}")
-    if training.learning_rate <= 0:
-        problems.add("global_training.learning_rate", f"must be positive, got {training.learning_rate}")
+    if not 0 < training.learning_rate <= FLOAT32_LARGEST:
+        problems.add(
+            "global_training.learning_rate",
+            f"must be positive and at most {FLOAT32_LARGEST:.4g} (the largest float32), got {training.learning_rate}",
+        )
+    if training.num_threads is not None and training.num_threads > MAX_THREADS:
+        problems.add(
+            "global_training.num_threads",
+            f"must be at most {MAX_THREADS} threads per process, got {training.num_threads}",
+        )
     if training.num_workers < 0:
         problems.add("global_training.num_workers", f"must be >= 0, got {training.num_workers}")
     if training.distributed and training.data_parallelism == "fsdp" and training.torch_compile == "outer":

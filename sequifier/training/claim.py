@@ -11,6 +11,7 @@ named `<model>-<dataset>`, which a single-dataset model of that name would other
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import logging
@@ -65,6 +66,7 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
     folders = output_folders(spec)
     for folder in folders:
         check_writable(folder)
+    created = not folders[-1].exists()
     folders[-1].mkdir(parents=True, exist_ok=True)  # the folder the lock is taken on
     _refuse_folders_named_as_checkpoints(folders[-1])
     descriptor = os.open(folders[-1], os.O_RDONLY)
@@ -83,6 +85,9 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
         yield
     finally:
         os.close(descriptor)
+        if created:
+            with contextlib.suppress(OSError):
+                folders[-1].rmdir()  # only when empty: a run refused before its first checkpoint leaves no folder
 
 
 def _own_logs_folders(spec: RunSpec) -> None:

@@ -27,6 +27,7 @@ from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.state import model_state
 from sequifier.distributed.totals import summed_totals
 from sequifier.export.artifacts import export_run
+from sequifier.model.fits import check_network_fits
 from sequifier.model.network import SequifierNetwork, build_network
 from sequifier.training.checkpoint import checkpoint_dir
 from sequifier.training.claim import claimed_outputs
@@ -340,6 +341,7 @@ class Trainer:
 
 def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
     """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
+    check_network_fits(spec.network)
     with claimed_outputs(spec, writes=ranks.is_main):
         trainer = Trainer(spec, ranks=ranks)
         if trainer.device.type == "cpu":

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 from sequifier.config.schema import TrainConfig
 from sequifier.training.evaluation import Evaluation
+
+logger = logging.getLogger("sequifier")
 
 
 class Monitor:
@@ -16,6 +19,11 @@ class Monitor:
         monitor = evaluation.monitor if evaluation else None
         self.source = (monitor.source if monitor else evaluation.sources[0].source) if evaluation else None
         self.maximize = bool(monitor and monitor.mode == "max")
+        if self.maximize:
+            logger.warning(
+                "evaluation.monitor.mode is max: the best model is the epoch of the highest validation loss, the "
+                "worst one (a lower loss is better); mode: min keeps the lowest"
+            )
         self.patience = config.global_training.early_stopping_patience
         self.best_value = -math.inf if self.maximize else math.inf
         self.best_epoch = 0

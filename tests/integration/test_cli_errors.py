@@ -100,3 +100,18 @@ def test_a_misspelt_field_the_file_has_gets_a_did_you_mean_and_no_advice_to_add_
     assert (
         result.stderr.strip() == "error: model.interface.decoder.typ: is not in the config file (did you mean 'type'?)"
     )
+
+
+def test_several_problems_are_one_error_line_each_and_leave_no_checkpoint_folder(reference_project: Path):
+    overrides = ["global_training.learning_rate=0", "global_training.batch_size=0"]
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    result = run_sequifier(["train", *overrides], reference_project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 2 and all(line.startswith("error: global_training.") for line in lines), result.stderr
+    refused = run_sequifier(
+        ["train", "global_training.resume.policy=required", "+global_training.resume.checkpoint_path=none.pt"],
+        reference_project,
+    )
+    assert refused.returncode == 2, refused.stderr
+    assert not (reference_project / "checkpoints" / "tiny").exists()

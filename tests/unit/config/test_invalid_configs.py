@@ -1176,7 +1176,37 @@ VALIDATION_ROWS = [
         "learning-rate-zero",
         {"global_training.learning_rate": 0},
         "global_training.learning_rate",
-        "must be positive, got 0.0",
+        "must be positive and at most 3.403e+38 (the largest float32), got 0.0",
+    ),
+    row(
+        "learning-rate-beyond-float32",
+        {"global_training.learning_rate": 1e300},
+        "global_training.learning_rate",
+        "must be positive and at most 3.403e+38 (the largest float32), got 1e+300",
+    ),
+    row(
+        "num-threads-beyond-any-machine",
+        {"global_training.num_threads": 10**12},
+        "global_training.num_threads",
+        "must be at most 4096 threads per process, got 1000000000000",
+    ),
+    row(
+        "initializer-std-negative",
+        {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "normal", "std": -1}}}},
+        "model.backbone.initialization.attention.qkv.weight.std",
+        "must be a finite number >= 0, got -1.0",
+    ),
+    row(
+        "uniform-initializer-bounds-reversed",
+        {"model.interface.decoder.initialization": {"decoder": {"weight": {"method": "uniform", "a": 1}}}},
+        "model.interfaces.default.decoder.initialization.decoder.weight.a",
+        "the lower bound a (1.0) must be below the upper bound b (0.1)",
+    ),
+    row(
+        "mlp-decoder-hidden-width-zero",
+        {"model.interface.decoder.type": "mlp", "model.interface.decoder.hidden_dims": [8, 0]},
+        "model.interfaces.default.decoder.hidden_dims[1]",
+        "must be positive, got 0",
     ),
     row(
         "gradient-clip-negative",
@@ -1420,10 +1450,22 @@ RESOLVE_ROWS = [
         "context_length 17 + target_offset 1 exceeds the stored window length 17",
     ),
     resolve_row(
+        "window-too-long-names-the-longest-context",
+        fixed({"global_training.context_length": 17}),
+        "global_training.context_length",
+        "; with target_offset 1, context_length can be at most 16",
+    ),
+    resolve_row(
         "target-offset-beyond-window",
         fixed({"global_training.target_offset": 10, "global_training.context_length": 8}),
-        "global_training.context_length",
-        "target_offset 10 exceeds the stored window length 17",
+        "global_training.target_offset",
+        "target_offset 10 exceeds the stored window length 17 of",
+    ),
+    resolve_row(
+        "target-offset-beyond-window-names-its-largest",
+        fixed({"global_training.target_offset": 10, "global_training.context_length": 8}),
+        "global_training.target_offset",
+        "; with context_length 8, target_offset can be at most 9",
     ),
     resolve_row(
         "metadata-missing",
@@ -1575,6 +1617,18 @@ CLI_ROWS = [
         "model.interfaces.default.input_columns",
         "column 'weather' is not in the preprocessed data",
         id="cli-unknown-column",
+    ),
+    pytest.param(
+        {f"{ARCH}.num_layers": 10**12},
+        "model.backbone.architecture",
+        "num_layers 1000000000000, feed_forward.dim 32, max_context_length 8), more than this machine's",
+        id="cli-layers-beyond-memory",
+    ),
+    pytest.param(
+        {f"{ARCH}.dim_model": 10**12, f"{ARCH}.attention.n_heads": 1, f"{ARCH}.attention.n_kv_heads": 1},
+        "model.backbone.architecture",
+        "training this network needs about 8,589,934,592.0 GiB",
+        id="cli-width-beyond-addressable",
     ),
 ]
 

@@ -207,3 +207,12 @@ def test_precision_and_compile_options_are_supported():
     canonical = canonical_config(config)
     assert canonical.global_training.autocast == "bf16"
     check_supported(canonical)
+
+
+def test_fsdp_settings_of_a_single_process_run_say_they_have_no_effect(reference_project, tmp_path, caplog):
+    spec = tiny_spec(reference_project, tmp_path, data_parallelism="fsdp", fsdp_cpu_offload=True)
+    with caplog.at_level(logging.WARNING, logger="sequifier"):
+        TrainingRuntime(build_network(spec.network), spec.config.global_training, torch.device("cpu"))
+    messages = [r.message for r in caplog.records]
+    assert any(m.startswith("global_training.data_parallelism fsdp has no effect here") for m in messages)
+    assert any(m.startswith("global_training.fsdp_cpu_offload has no effect here") for m in messages)

@@ -1,0 +1,87 @@
+"""Whether a network can be trained in this machine's memory, counted on the meta device before anything is allocated.
+
+A width or layer count typed with a few zeros too many would otherwise fail deep in torch's allocator, or build
+layer after layer for hours. Training holds per parameter its float32 weight, gradient and two AdamW moments.
+Networks whose rough size is far below the machine's memory are not counted (the meta device's first use is slow).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import replace
+
+import torch
+
+from sequifier.config.errors import UserError
+from sequifier.config.network import NetworkSpec
+
+TRAINED_BYTES_PER_PARAMETER = 16
+LAYERS_BUILT_WHOLE = 64
+GIB = 2**30
+BEYOND_ADDRESSABLE = 2**63
+
+
+def training_bytes(spec: NetworkSpec) -> int:
+    """Bytes of the weights, gradients and optimizer moments, plus the buffers, of the network `spec` describes.
+
+    Beyond LAYERS_BUILT_WHOLE layers, two networks of one and two layers (unshared, default initialization) are
+    counted and the difference scaled to the layer count: an upper bound where layers share weights.
+    """
+    layers = spec.backbone.architecture.num_layers
+    if layers <= LAYERS_BUILT_WHOLE:
+        return _counted(spec)
+    one, two = (_counted(_with_layers(spec, n)) for n in (1, 2))
+    return one + (layers - 1) * (two - one)
+
+
+def _rough_bytes(spec: NetworkSpec) -> int:
+    """A quick over-estimate of the backbone's share: the meta device's first use costs a second or more."""
+    architecture = spec.backbone.architecture
+    width, hidden = architecture.dim_model, architecture.feed_forward.dim
+    per_layer = 4 * width * width + 3 * width * hidden + 4 * width
+    positions = 2 * spec.max_context_length * width
+    return 2 * (architecture.num_layers * per_layer + positions) * TRAINED_BYTES_PER_PARAMETER
+
+
+def _with_layers(spec: NetworkSpec, layers: int) -> NetworkSpec:
+    architecture = replace(spec.backbone.architecture, num_layers=layers, shared_layer_groups=())
+    return replace(spec, backbone=replace(spec.backbone, architecture=architecture, initialization=None))
+
+
+def _counted(spec: NetworkSpec) -> int:
+    from sequifier.model.network import build_network
+
+    try:
+        with torch.device("meta"):
+            network = build_network(spec)
+    except RuntimeError as error:
+        if "overflow" not in str(error):
+            raise
+        return BEYOND_ADDRESSABLE  # a tensor of more elements than int64 counts
+    parameters = sum(parameter.numel() for parameter in network.parameters())
+    buffers = sum(buffer.numel() * buffer.element_size() for buffer in network.buffers())
+    return parameters * TRAINED_BYTES_PER_PARAMETER + buffers
+
+
+def machine_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError):
+        return None
+
+
+def check_network_fits(spec: NetworkSpec) -> None:
+    """UserError naming the architecture when training the network needs more than the machine's memory."""
+    memory = machine_memory()
+    if memory is None or _rough_bytes(spec) < memory // 8:
+        return
+    needed = training_bytes(spec)
+    if needed > memory:
+        architecture = spec.backbone.architecture
+        raise UserError(
+            "model.backbone.architecture",
+            f"training this network needs about {needed / GIB:,.1f} GiB (float32 weights, gradients and optimizer "
+            f"state of dim_model {architecture.dim_model}, num_layers {architecture.num_layers}, feed_forward.dim "
+            f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}), more than this "
+            f"machine's {memory / GIB:,.1f} GiB of memory; make it smaller",
+        )
