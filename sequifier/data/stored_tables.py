@@ -49,6 +49,8 @@ def _value_columns_in(table: pa.Table, path: Path) -> list[str]:
 
 
 def _read_table(path: Path) -> pa.Table:
+    if path.exists() and not path.is_file():
+        raise UserError(str(path), "is not a regular file; give a split file or a shard folder")
     if not path.is_file():
         raise UserError(str(path), "split file not found (run `sequifier preprocess` first?)")
     try:

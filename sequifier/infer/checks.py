@@ -14,6 +14,7 @@ from sequifier.data.fingerprint import column_meaning, split_column_kinds, split
 from sequifier.data.metadata import DatasetMetadata
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.codec import class_column_names
+from sequifier.machine_memory import GIB, physical_memory
 
 INPUT_SIGNATURE = ("input_columns", "context_length", "depth_layouts")  # depth_layouts: absent in older contracts
 
@@ -293,3 +294,25 @@ def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[s
                 f"{data_path} holds the value {np.abs(values).max():g} (as stored, normalized), beyond the float32 "
                 f"range {model_file.name} computes in (at most {FLOAT32_LARGEST:g})",
             )
+
+
+GENERATED_ROW_BYTES = 64  # a generated row as generated, decoded and tabled: identifiers, values, copies
+
+
+def check_generation_fits(config: InferConfig, windows: int, part_windows: int, contract: dict[str, Any]) -> None:
+    """The items generated for one part of windows are held together until the part is written: refuse a
+    generation_steps whose part cannot fit in the machine's memory."""
+    memory = physical_memory()
+    if not config.autoregressive or memory is None:
+        return
+    per_row = GENERATED_ROW_BYTES * len(contract["target_columns"])
+    if config.output_probabilities:
+        per_row += 8 * sum(len(ids) for ids in contract["class_ids"].values())
+    held = min(windows, part_windows) * config.generation_steps * per_row
+    if held > memory:
+        raise UserError(
+            "generation_steps",
+            f"{config.generation_steps} items after each of {min(windows, part_windows):,} windows (a part of the "
+            f"split, generated and written together) would hold about {held / GIB:,.1f} GiB, more than this "
+            f"machine's {memory / GIB:,.1f} GiB of memory; generate fewer items",
+        )

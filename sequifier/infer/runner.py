@@ -280,6 +280,8 @@ def run_inference(
         checks.check_split_meanings(sources.data_path, contract, model_file)
     started = time.perf_counter()
     split = open_split(sources.data_path, contracts[0][1], config.read_format)
+    for _, contract in contracts:
+        checks.check_generation_fits(config, len(split), WINDOWS_PER_PART, contract)
     lengths = (metadata.window_length, *metadata.window_lengths) if sources.metadata_path else ()
 
     def check(part: StoredWindows) -> None:

@@ -7,17 +7,16 @@ Networks whose rough size is far below the machine's memory are not counted (the
 
 from __future__ import annotations
 
-import os
 from dataclasses import replace
 
 import torch
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import NetworkSpec
+from sequifier.machine_memory import GIB, physical_memory
 
 TRAINED_BYTES_PER_PARAMETER = 16
 LAYERS_BUILT_WHOLE = 64
-GIB = 2**30
 BEYOND_ADDRESSABLE = 2**63
 
 
@@ -63,16 +62,9 @@ def _counted(spec: NetworkSpec) -> int:
     return parameters * TRAINED_BYTES_PER_PARAMETER + buffers
 
 
-def machine_memory() -> int | None:
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError):
-        return None
-
-
 def check_network_fits(spec: NetworkSpec) -> None:
     """UserError naming the architecture when training the network needs more than the machine's memory."""
-    memory = machine_memory()
+    memory = physical_memory()
     if memory is None or _rough_bytes(spec) < memory // 8:
         return
     needed = training_bytes(spec)

@@ -103,6 +103,10 @@ def test_autoregressive_generation_of_k_steps_equals_k_manual_single_steps(tmp_p
             "ingestion": {"type": "embedding", "output_dim": 16, "feature_embedding_dims": {"event": 8, "amount": 8}},
         },
     )
+    with pytest.raises(UserError) as refused:
+        infer(tmp_path, GENERATIVE, autoregressive=True, generation_steps=10**12)
+    assert refused.value.where == "generation_steps" and "more than this machine's" in refused.value.problem
+    assert not (tmp_path / "outputs" / "predictions").exists()
     steps = 3
     infer(tmp_path, GENERATIVE, autoregressive=True, generation_steps=steps)
     generated = _columns(outputs(tmp_path, "predictions", GENERATIVE))

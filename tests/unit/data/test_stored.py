@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -289,3 +290,8 @@ def test_value_columns_added_or_removed_after_writing_are_refused(tmp_path, chan
     pq.write_table(table, path)
     with pytest.raises(UserError, match="was written with window_length 17: value columns were added or removed"):
         _load(path)
+
+
+def test_a_split_path_that_is_no_regular_file_is_named_as_such():
+    with pytest.raises(UserError, match="/dev/null: is not a regular file; give a split file or a shard folder"):
+        load_split(Path("/dev/null"), ["event"], {"event"})

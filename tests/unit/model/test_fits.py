@@ -38,7 +38,7 @@ def test_the_count_is_what_building_the_network_allocates(reference_project, tmp
 def test_a_network_beyond_the_machines_memory_is_refused_before_it_is_built(reference_project, tmp_path, monkeypatch):
     spec = network_spec(reference_project, tmp_path)
     fits.check_network_fits(spec)
-    monkeypatch.setattr(fits, "machine_memory", lambda: fits.training_bytes(spec) - 1)
+    monkeypatch.setattr(fits, "physical_memory", lambda: fits.training_bytes(spec) - 1)
     monkeypatch.setattr(fits, "_rough_bytes", lambda spec: 2**62)
     with pytest.raises(UserError) as refused:
         fits.check_network_fits(spec)
@@ -46,7 +46,7 @@ def test_a_network_beyond_the_machines_memory_is_refused_before_it_is_built(refe
     huge = replace(
         spec, backbone=replace(spec.backbone, architecture=replace(spec.backbone.architecture, num_layers=10**12))
     )
-    monkeypatch.setattr(fits, "machine_memory", lambda: 64 * fits.GIB)
+    monkeypatch.setattr(fits, "physical_memory", lambda: 64 * fits.GIB)
     with pytest.raises(UserError, match="num_layers 1000000000000"):
         fits.check_network_fits(huge)
     assert torch.get_default_device().type == "cpu"
