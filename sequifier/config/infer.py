@@ -143,8 +143,17 @@ def notices(config: InferConfig) -> list[str]:
     return lines
 
 
+PATH_FIELDS = ("project_root", "data_path", "metadata_config_path", "preprocessing_data_path", "training_config_path")
+
+
 def _check(config: InferConfig) -> None:
     problems = ProblemList()
+    for key in PATH_FIELDS:
+        if isinstance(getattr(config, key), str) and not getattr(config, key).strip():
+            problems.add(key, "must not be empty (leave the field out for its default)")
+    for index, pattern in enumerate(config.model_paths or ()):
+        if not pattern.strip():
+            problems.add("model_path", f"names an empty path (item {index + 1})")
     if config.inference_batch_size < 1:
         problems.add("inference_batch_size", f"must be at least 1, got {config.inference_batch_size}")
     if not 0 <= config.seed < 2**63:

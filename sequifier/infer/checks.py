@@ -301,7 +301,7 @@ GENERATED_ROW_BYTES = 64  # a generated row as generated, decoded and tabled: id
 
 def check_generation_fits(config: InferConfig, windows: int, part_windows: int, contract: dict[str, Any]) -> None:
     """The items generated for one part of windows are held together until the part is written: refuse a
-    generation_steps whose part cannot fit in the machine's memory."""
+    generation_steps whose part would take more than half of the machine's memory."""
     memory = physical_memory()
     if not config.autoregressive or memory is None:
         return
@@ -309,10 +309,11 @@ def check_generation_fits(config: InferConfig, windows: int, part_windows: int, 
     if config.output_probabilities:
         per_row += 8 * sum(len(ids) for ids in contract["class_ids"].values())
     held = min(windows, part_windows) * config.generation_steps * per_row
-    if held > memory:
+    if held > memory // 2:
         raise UserError(
             "generation_steps",
             f"{config.generation_steps} items after each of {min(windows, part_windows):,} windows (a part of the "
-            f"split, generated and written together) would hold about {held / GIB:,.1f} GiB, more than this "
-            f"machine's {memory / GIB:,.1f} GiB of memory; generate fewer items",
+            f"split, generated and written together) would hold about {held / GIB:,.1f} GiB, more than half of "
+            f"this machine's {memory / GIB:,.1f} GiB of memory (the rest holds the split, the model and the tables "
+            "being written); generate fewer items",
         )

@@ -210,7 +210,7 @@ class Staging:
         for staged in self.beside:
             _remove_if_there(staged)
         remove_path(self.root)
-        for folder in self.created:
+        for folder in sorted(self.created, key=lambda path: len(path.parts), reverse=True):
             try:
                 folder.rmdir()
             except OSError:

@@ -48,6 +48,10 @@ def test_several_models_and_command_line_seeds(tmp_path: Path):
     ("fields", "where", "message"),
     [
         ({"autoregressive": True}, "generation_steps", "required"),
+        ({"data_path": None, "metadata_config_path": ""}, "metadata_config_path", "must not be empty"),
+        ({"data_path": " "}, "data_path", "must not be empty (leave the field out for its default)"),
+        ({"training_config_path": ""}, "training_config_path", "must not be empty"),
+        ({"model_path": ["models/m.onnx", ""]}, "model_path", "names an empty path (item 2)"),
         ({"generation_steps": 3}, "generation_steps", "only applies"),
         ({"autoregressive": True, "generation_steps": 0}, "generation_steps", "at least 1"),
         ({"model_type": "embedding", "output_probabilities": True}, "output_probabilities", "generative"),

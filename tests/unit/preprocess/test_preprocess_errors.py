@@ -877,3 +877,14 @@ def test_names_the_network_its_graph_or_the_outputs_cannot_carry_are_refused(nam
 @pytest.mark.parametrize("name", ["my col", "7days", "x-y", "événement", "€", "event"])
 def test_other_names_are_fine(name):
     assert column_name_problem(name) is None
+
+
+def test_a_project_root_that_does_not_exist_is_left_not_existing(tmp_path, monkeypatch):
+    """Staging creates the output folders (and the metadata's) with their missing parents; a refused run removes
+    all of them, deepest first, whichever was created first."""
+    config = tmp_path / "preprocess.yaml"
+    config.write_text(yaml.safe_dump(good_config(project_root=str(tmp_path / "typo" / "deeper" / "project"))))
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match="data file or folder not found"):
+        run_preprocess(load_preprocess_config(config))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["preprocess.yaml"]
