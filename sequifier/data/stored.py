@@ -81,6 +81,11 @@ def _shard_parts(
         first = last
 
 
+def _stored_dtypes(columns: Sequence[str], categorical: Collection[str]) -> dict[str, np.dtype]:
+    """Categorical columns as int64 ids, the others as float64."""
+    return {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns}
+
+
 def load_split(
     path: Path,
     columns: Sequence[str],
@@ -98,7 +103,7 @@ def load_split(
     """
     path = Path(path)
     columns = list(columns)
-    chosen = {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns} | dict(dtypes or {})
+    chosen = _stored_dtypes(columns, categorical) | dict(dtypes or {})
     if path.is_dir():
         windows = _windows_from_folder(path, columns, chosen, file_order, window_range)
     else:
@@ -117,7 +122,7 @@ def folder_parts(
     path, columns = Path(path), list(columns)
     described = read_folder_metadata(path)
     files = _batch_files(described, "shuffled")
-    dtypes = {c: np.dtype(np.int64 if c in categorical else np.float64) for c in columns}
+    dtypes = _stored_dtypes(columns, categorical)
     whole = (0, sum(entry["samples"] for entry in files))
     pending: list[StoredWindows] = []
     held = 0
