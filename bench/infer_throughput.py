@@ -103,10 +103,11 @@ def export_models(root: Path, context: int, dim: int, layers: int, heads: int, f
     write_bundle(network, spec, root / "models" / "bench-last-1.pt", "last", 1)
 
 
-def time_inference(root: Path, model: str, batch_size: int, write_format: str) -> tuple[float, float]:
+def time_inference(root: Path, model: str, batch_size: int, write_format: str, device: str) -> tuple[float, float]:
     """Wall seconds and process CPU seconds of one end-to-end infer run."""
     config = {
         "model_path": f"models/{model}",
+        "device": device,
         "data_path": "data/bench-split0.parquet",
         "inference_batch_size": batch_size,
         "write_format": write_format,
@@ -130,6 +131,7 @@ def main() -> None:
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--heads", type=int, default=8)
     parser.add_argument("--ffn", type=int, default=512)
+    parser.add_argument("--pt-device", default="cpu", help="where the PT bundle runs (ONNX runs on the CPU)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -144,13 +146,15 @@ def main() -> None:
                 f"{torch.get_num_threads()} torch threads, {os.cpu_count()} cores"
             )
             for model in ("bench-last-1.onnx", "bench-last-1.pt"):
+                device = args.pt_device if model.endswith(".pt") else "cpu"
                 runs = sorted(
-                    time_inference(root, model, args.batch_size, args.write_format) for _ in range(args.repeats)
+                    time_inference(root, model, args.batch_size, args.write_format, device) for _ in range(args.repeats)
                 )
                 best, cpu = runs[0]
                 median = runs[len(runs) // 2][0]
                 print(
-                    f"{Path(model).suffix[1:].upper():>4}: {args.windows / best:,.0f} windows/s best of {args.repeats} "
+                    f"{Path(model).suffix[1:].upper():>4} on {device}: {args.windows / best:,.0f} windows/s "
+                    f"best of {args.repeats} "
                     f"({best:.2f} s end to end, CPU use {cpu / best:.2f}); "
                     f"median {args.windows / median:,.0f} windows/s"
                 )

@@ -16,6 +16,8 @@ process's own (getrusage of the wrapper's children). `--override` passes extra c
 project's runs only (e.g. global_training.autocast=bf16). Each `--variant` adds a run of this project's to
 every repeat, alternating with the others: its settings are config overrides (key=value) and, for upper-case
 names, environment variables (e.g. `--variant plain-heap GLIBC_TUNABLES=glibc.malloc.arena_max=16`).
+This project's runs use .venv/bin/sequifier, or the executable that SEQUIFIER_COMMAND names (as
+bench/gpu_session.sh does on a machine without the venv); the scripts that import this one do the same.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-OURS = Path(__file__).resolve().parents[1] / ".venv" / "bin" / "sequifier"
+OURS = Path(os.environ.get("SEQUIFIER_COMMAND", Path(__file__).resolve().parents[1] / ".venv" / "bin" / "sequifier"))
 N_EVENTS = 24
 SEQUENCE_LENGTH = 1000
 CONTEXT = 128

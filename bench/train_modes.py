@@ -3,6 +3,7 @@
     .venv/bin/python bench/train_modes.py [--windows 4000] [--epochs 3] [--repeats 2] [--dropout 0.1 0]
         [--modes eager auto bf16 outer outer-warm inner inner-warm bf16-outer] [--workdir DIR]
     .venv/bin/python bench/train_modes.py --demo [--repeats 2] [--modes eager bf16]
+    python bench/train_modes.py --override device=cuda --modes auto loop eager bf16-outer
 
 The seed-shaped model and pt data of `bench/train_against_reference.py` (its functions build both), trained
 from process start to the exported ONNX model once per mode and repeat; modes alternate within each repeat,
@@ -13,6 +14,10 @@ so load from other processes falls on all of them alike. Modes:
   outer/inner  float32 with global_training.torch_compile=outer/inner, with an empty inductor cache
   outer-warm   the same again on the cache its cold run of this repeat just filled (a second identical run)
   bf16-outer   autocast bf16 and torch_compile outer, cold cache
+  ahead        the defaults with global_training.num_workers=1 (the next batch gathered while this one trains)
+  loop         the defaults with num_workers=0 (each batch gathered in the loop; the CPU's default)
+  eager-ahead  float32 with num_workers=1
+`--override` adds config overrides to every run (e.g. device=cuda).
 Per run: the whole-process wall time, each epoch's training seconds (views / the logged samples/s),
 the first step's compile time (logged by compiled runs), tokens/s (samples/s x context length over the
 steady epochs 2.., epoch 1 when there is one) and the final validation loss. `10-epoch s` extrapolates
@@ -44,6 +49,9 @@ MODES = {
     "inner": {"torch_compile": "inner", "autocast": None},
     "inner-warm": {"torch_compile": "inner", "autocast": None},
     "bf16-outer": {"autocast": "bf16", "torch_compile": "outer"},
+    "ahead": {"num_workers": 1},
+    "loop": {"num_workers": 0},
+    "eager-ahead": {"autocast": None, "num_workers": 1},
 }
 EPOCH_RATE = re.compile(r"INFO epoch (\d+): (\d+) samples/s")
 VIEWS = re.compile(r"training views \S+: (\d+)")
@@ -106,13 +114,15 @@ def report(title: str, runs: dict[str, list[dict]], epochs: int, context: int, t
         print(" | ".join(cells))
 
 
-def alternate(project: Path, configs: dict[str, Path], repeats: int, prefix: str, caches: Path) -> dict:
+def alternate(
+    project: Path, configs: dict[str, Path], repeats: int, prefix: str, caches: Path, overrides: list[str]
+) -> dict:
     """Every mode once per repeat, in order; `-warm` modes reuse their cold mode's cache of the same repeat."""
     runs: dict[str, list[dict]] = {mode: [] for mode in configs}
     for repeat in range(repeats):
         for mode, config in configs.items():
             cache = caches / f"{repeat}-{mode.removesuffix('-warm')}"
-            result = run_mode(project, config, f"{prefix}-{mode}-{repeat}", [], cache)
+            result = run_mode(project, config, f"{prefix}-{mode}-{repeat}", overrides, cache)
             runs[mode].append(result)
             print(
                 f"repeat {repeat + 1} {mode}: {result['wall']:.1f} s, epochs "
@@ -136,7 +146,7 @@ def seed_shaped(args: argparse.Namespace, workdir: Path) -> None:
         for mode in args.modes:
             configs[mode] = project / "configs" / f"modes-{mode}-{dropout}.yaml"
             write_yaml(configs[mode], mode_config(train_config(args.epochs, dropout), mode))
-        runs = alternate(project, configs, args.repeats, f"d{dropout}", workdir / "inductor")
+        runs = alternate(project, configs, args.repeats, f"d{dropout}", workdir / "inductor", args.override)
         report(f"seed-shaped, dropout {dropout}, {args.epochs} epochs", runs, args.epochs, CONTEXT, ["aggregate"])
 
 
@@ -150,7 +160,7 @@ def demo(args: argparse.Namespace, workdir: Path) -> None:
     for mode in args.modes:
         configs[mode] = project / "configs" / f"modes-{mode}.yaml"
         write_yaml(configs[mode], mode_config(base, mode))
-    runs = alternate(project, configs, args.repeats, "demo", workdir / "inductor")
+    runs = alternate(project, configs, args.repeats, "demo", workdir / "inductor", args.override)
     epochs, context = base["training_plan"]["epochs"], base["global_training"]["context_length"]
     report(f"demo, {epochs} epochs", runs, epochs, context, base["model"]["interface"]["target_columns"])
 
@@ -163,6 +173,7 @@ def main() -> None:
     parser.add_argument("--dropout", type=float, nargs="+", default=[0.1, 0.0])
     parser.add_argument("--modes", nargs="+", choices=list(MODES), default=["eager", "bf16", "outer", "inner"])
     parser.add_argument("--demo", action="store_true", help="train the demo project instead")
+    parser.add_argument("--override", nargs="*", default=[], help="config overrides of every run (KEY=VALUE)")
     parser.add_argument("--workdir", type=Path)
     args = parser.parse_args()
     for mode in args.modes:

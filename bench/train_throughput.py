@@ -59,20 +59,33 @@ class SeedTraining:
 
 
 def seed_training(
-    batch_size: int, context: int, dim: int = 128, layers: int = 2, heads: int = 8, ffn: int = 512
+    batch_size: int,
+    context: int,
+    dim: int = 128,
+    layers: int = 2,
+    heads: int = 8,
+    ffn: int = 512,
+    device: str = "cpu",
+    bf16: bool = False,
+    compiled: bool = False,
 ) -> SeedTraining:
+    """On `device`, with the forward and loss under bf16 autocast when `bf16`, the network compiled when `compiled`."""
     network, targets, class_ids = seed_network(dim, layers, heads, ffn, context)
+    network.to(device)
+    run = torch.compile(network) if compiled else network
     losses = TargetLosses(
         targets, {"event": "CrossEntropyLoss"}, {}, {k: torch.tensor(v) for k, v in class_ids.items()}
     )
     optimizer = torch.optim.AdamW(network.parameters(), lr=1e-3)
-    inputs = {"event": torch.randint(3, N_CLASSES, (batch_size, context))}
-    targets_batch = {"event": torch.randint(3, N_CLASSES, (batch_size, context))}
-    valid = torch.ones(batch_size, context, dtype=torch.bool)
+    inputs = {"event": torch.randint(3, N_CLASSES, (batch_size, context), device=device)}
+    targets_batch = {"event": torch.randint(3, N_CLASSES, (batch_size, context), device=device)}
+    valid = torch.ones(batch_size, context, dtype=torch.bool, device=device)
+    device_type = torch.device(device).type
 
     def forward() -> torch.Tensor:
-        sums = losses.sums(network("default", inputs, None), targets_batch, valid)
-        return losses.aggregate({k: total / count for k, (total, count) in sums.items()})
+        with torch.autocast(device_type, dtype=torch.bfloat16, enabled=bf16):
+            sums = losses.sums(run("default", inputs, None), targets_batch, valid)
+            return losses.aggregate({k: total / count for k, (total, count) in sums.items()})
 
     def step() -> None:
         forward().backward()
@@ -95,13 +108,22 @@ def saved_bytes(run: Callable[[], object]) -> int:
     return sum(storages.values())
 
 
-def matmul_peak(size: int = 2048, repeats: int = 10) -> float:
-    a, b = torch.randn(size, size), torch.randn(size, size)
+def matmul_peak(size: int = 2048, repeats: int = 10, device: str = "cpu", dtype: torch.dtype = torch.float32) -> float:
+    """FLOP/s of a large square matrix product of random `dtype` values on `device`."""
+    a, b = (torch.randn(size, size, device=device, dtype=dtype) for _ in range(2))
     a @ b
+    synchronize(device)
     started = time.perf_counter()
     for _ in range(repeats):
         a @ b
+    synchronize(device)
     return 2 * size**3 * repeats / (time.perf_counter() - started)
+
+
+def synchronize(device: str) -> None:
+    """Wait for the work queued on `device` (a no-op on the CPU), so that a host clock times it."""
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize(device)
 
 
 def model_flops_per_token(network: SequifierNetwork, layers: int, dim: int, context: int) -> float:

@@ -379,8 +379,10 @@ class GlobalTrainingConfig:
         "torch.compile of training: outer (the whole model), inner (each transformer layer, the FSDP form) or none",
         choices=("none", "outer", "inner"),
     )
-    num_workers: int = option(
-        0, "threads that gather training batches ahead of the loop (0: in the loop); any value trains identically"
+    num_workers: Optional[int] = option(
+        None,
+        "threads that gather training batches ahead of the loop (0: in the loop; null: 1 on a GPU, whose host "
+        "would otherwise gather each batch while the GPU waits, 0 on the CPU); any value trains identically",
     )
     num_threads: Optional[int] = option(
         None, "torch's intra-op CPU threads during training (1 to 4096), logged (default: torch's choice)"

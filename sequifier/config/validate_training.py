@@ -63,7 +63,7 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
             "global_training.num_threads",
             f"must be at most {MAX_THREADS} threads per process, got {training.num_threads}",
         )
-    if training.num_workers < 0:
+    if training.num_workers is not None and training.num_workers < 0:
         problems.add("global_training.num_workers", f"must be >= 0, got {training.num_workers}")
     if training.distributed and training.data_parallelism == "fsdp" and training.torch_compile == "outer":
         problems.add("global_training.torch_compile", "use inner or none with FSDP")

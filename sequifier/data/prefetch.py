@@ -17,6 +17,15 @@ Gathered = TypeVar("Gathered")
 BATCHES_AHEAD_PER_WORKER = 2
 
 
+def gathering_workers(configured: int | None, device_type: str) -> int:
+    """The workers of global_training.num_workers; null: 1 where the step runs on an accelerator, whose host
+    thread would otherwise gather each batch while the device waits, and 0 on the CPU, whose cores the step uses.
+    """
+    if configured is not None:
+        return configured
+    return 0 if device_type == "cpu" else 1
+
+
 def prefetched(items: Iterable[Item], gather: Callable[[Item], Gathered], workers: int) -> Iterator[Gathered]:
     """`gather(item)` of every item, in order; with `workers` > 0, gathered up to 2 x workers items ahead."""
     if workers == 0:

@@ -19,7 +19,7 @@ import torch
 
 from sequifier.config.resolve import RunSpec
 from sequifier.data.datasets import PartData, load_parts, shuffled_batches
-from sequifier.data.prefetch import prefetched
+from sequifier.data.prefetch import gathering_workers, prefetched
 from sequifier.data.views import Batch
 from sequifier.distributed.agreement import agreed_snapshot, agreed_stop, rank_counts, rank_means
 from sequifier.distributed.parallel import is_sharded, rank_device, training_module
@@ -113,7 +113,8 @@ class Trainer:
         p = self.progress
         views = {key: self._batches(part, p.phase_index, p.phase_epoch) for key, part in self.parts.items()}
         gather = lambda b: self.parts[(b.dataset, b.part)].training_batch(views[(b.dataset, b.part)][b.batch])
-        return prefetched(schedule[p.batches_done :], gather, self.training.num_workers)
+        workers = gathering_workers(self.training.num_workers, self.device.type)
+        return prefetched(schedule[p.batches_done :], gather, workers)
 
     def _phase_steps(self, phase_index: int) -> int:
         phase = self.spec.config.training_plan.phases[phase_index]
@@ -262,10 +263,11 @@ class Trainer:
             loss, sums, inputs = PROFILE.step(
                 FORWARD, self.device, self._batch_loss, part, piece, counts, counted=first
             )
-            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate, self.float16)
             if loss.requires_grad:
                 PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=first)
                 self.runtime.after_backward()
+            # after backward is queued, so that a GPU runs it while the host waits here for the loss's value
+            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate, self.float16)
             microbatch_loss += float(loss.detach())
             loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
             totals.add(Totals(loss=loss_sums, count={n: int(c) for n, (_, c) in sums.items()}))

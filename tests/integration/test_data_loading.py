@@ -106,3 +106,18 @@ def test_num_threads_below_one_is_refused_before_training(tmp_path: Path, monkey
         assert cli.main(["train", "--cfg", "job", "global_training.num_threads=0"]) == 2
     assert "global_training.num_threads: must be positive, got 0" in capsys.readouterr().err
     assert not (project / "models").exists()
+
+
+def test_default_gathers_in_the_loop_on_the_cpu(tmp_path: Path, monkeypatch):
+    from sequifier.training import engine
+
+    workers_used = []
+    real_prefetched = engine.prefetched
+
+    def recording(items, gather, workers):
+        workers_used.append(workers)
+        return real_prefetched(items, gather, workers)
+
+    monkeypatch.setattr(engine, "prefetched", recording)
+    train_here(project_with(tmp_path, "default", two_part_config()), monkeypatch)
+    assert workers_used and set(workers_used) == {0}

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from sequifier.data.prefetch import BATCHES_AHEAD_PER_WORKER, prefetched
+from sequifier.data.prefetch import BATCHES_AHEAD_PER_WORKER, gathering_workers, prefetched
 
 
 @pytest.mark.parametrize("workers", [0, 1, 3])
@@ -61,3 +61,11 @@ def test_closing_early_leaves_no_worker_thread_running():
     next(batches)
     batches.close()
     assert threading.active_count() == before
+
+
+@pytest.mark.parametrize(
+    "configured, device_type, expected",
+    [(None, "cpu", 0), (None, "cuda", 1), (None, "mps", 1), (0, "cuda", 0), (3, "cpu", 3), (2, "cuda", 2)],
+)
+def test_unset_workers_gather_ahead_only_for_an_accelerator(configured, device_type, expected):
+    assert gathering_workers(configured, device_type) == expected
