@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Iterable
 
@@ -41,11 +42,15 @@ def did_you_mean(name: str, candidates: Iterable[str]) -> str:
 
 
 def absent_file(path: Path) -> str:
-    """Why a file a config or flag names is not there to read: a folder in its place, or nothing."""
+    """Why a file a config or flag names is not there to read: a folder in its place, or nothing (naming the
+    first folder on its way that is missing too, such as a misspelt project_root)."""
     path = Path(path)
     if link := link_to_nothing(path):
         return f"is {link}"
-    return "is a folder, not a file" if path.is_dir() else "does not exist"
+    if path.is_dir():
+        return "is a folder, not a file"
+    missing = [parent for parent in path.parents if not os.path.lexists(parent)]
+    return f"does not exist; there is no folder {missing[-1]}" if missing else "does not exist"
 
 
 def os_problem(error: OSError) -> str:

@@ -68,7 +68,7 @@ class PreprocessConfig:
     read_format: Optional[str] = option(
         None,
         "input format (default: from the file suffix, or the suffixes in the folder)",
-        choices=("csv", "parquet", "pt"),
+        choices=("csv", "parquet"),
         aliases=PARQUET,
     )
     write_format: str = option(
@@ -196,8 +196,6 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
         problems.add("selected_columns", "must not list sequenceId or itemPosition (they are always used)")
     _check_output_form(config, problems)
     _check_split_policy(config, problems)
-    if config.read_format == "pt":
-        problems.add("read_format", "reading pt input is not supported (use csv or parquet)")
     if config.depth_layouts:
         _check_depth_layouts(config, problems)
 

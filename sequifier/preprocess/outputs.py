@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
+from sequifier.data.fingerprint import meanings_sidecar, write_meanings_sidecar
 from sequifier.data.folder_metadata import FOLDER_METADATA
 from sequifier.data.pt_shards import pt_payload
 from sequifier.data.stored_tables import stored_schema, windows_to_table
@@ -30,11 +31,17 @@ class OutputForm:
     column_types: dict[str, str]
     window_length: int
     windows_per_shard: Optional[int] = None  # depth layouts: shards of at most this many windows (3.x's naming)
-    recorded_meanings: Optional[dict[bytes, bytes]] = None  # key-value metadata of merged Parquet splits
+    recorded_meanings: Optional[dict[bytes, bytes]] = None  # of merged splits: Parquet metadata, or beside a CSV
 
     def split_name(self, split: int) -> str:
         base = f"{self.data_name}-split{split}"
         return f"{base}.{self.write_format}" if self.merged else base
+
+    def companion_names(self, split: int) -> list[str]:
+        """Files written beside split `split` that move with it: a merged CSV split's recorded meanings."""
+        if self.merged and self.write_format == "csv":
+            return [meanings_sidecar(Path(self.split_name(split))).name]
+        return []
 
     def foreign_target(self, target: Path, split: int) -> Optional[str]:
         """Why `target`, where split `split` goes, holds something this form's earlier output would not; None if
@@ -114,6 +121,7 @@ class MergedSplitWriter:
     """Appends parts, in task order, to one staged parquet or csv file."""
 
     def __init__(self, form: OutputForm, split: int):
+        self.form = form
         self.path = form.stage / form.split_name(split)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         schema = stored_schema(form.window_length)
@@ -135,3 +143,5 @@ class MergedSplitWriter:
 
     def close(self) -> None:
         self.writer.close()
+        if self.form.write_format == "csv" and self.form.recorded_meanings is not None:
+            write_meanings_sidecar(self.path, self.form.recorded_meanings)

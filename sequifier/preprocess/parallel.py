@@ -77,6 +77,14 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn")
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity where the system tells it, else the machine's count)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
 def run_tasks(fn: Callable[[Any, Any], Any], shared: Any, tasks: Sequence[Any], n_cores: int) -> Iterator[Any]:
     """fn(shared, task) for every task, yielded in task order; `shared` reaches each worker once."""
     if n_cores <= 1 or len(tasks) <= 1:

@@ -29,7 +29,7 @@ from sequifier.preprocess.groups import (
 from sequifier.preprocess.idmaps import CategoricalMeaning, codes_for, column_meaning, static_map_path
 from sequifier.preprocess.moment_tree import TreeNodes, tree_moments
 from sequifier.preprocess.outputs import MergedSplitWriter, OutputForm
-from sequifier.preprocess.parallel import run_tasks
+from sequifier.preprocess.parallel import run_tasks, usable_cpus
 from sequifier.preprocess.progress import log
 from sequifier.preprocess.reuse import ReusedMeaning, load_reused
 from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
@@ -204,6 +204,14 @@ def _refuse_foreign_targets(config: PreprocessConfig, form: OutputForm) -> None:
         problem = form.foreign_target(target, split)
         if problem is not None:
             raise UserError(str(target), f"{problem}; move it away (an output replaces what is there whole)")
+        for name in form.companion_names(split):
+            companion = output_folder(config) / name
+            if os.path.lexists(companion) and (companion.is_symlink() or not companion.is_file()):
+                raise UserError(
+                    str(companion),
+                    "is a folder, link or other entry, not the meanings file of an earlier split; move it away "
+                    "(an output replaces what is there whole)",
+                )
     metadata = metadata_path(config)
     if os.path.lexists(metadata) and (metadata.is_symlink() or not metadata.is_file()):
         raise UserError(
@@ -281,6 +289,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
         note = " (empty: no sequence has items in this split)" if samples == 0 else ""
         log(f"split {split}: {samples} windows -> {target}{note}")
         moves.append((staged, target))
+        moves.extend((form.stage / name, output_folder(config) / name) for name in form.companion_names(split))
     write_metadata(staged_metadata, metadata)
     moves.append((staged_metadata, metadata_path(config)))
     staging.place(moves)
@@ -294,6 +303,10 @@ def run_preprocess(config: PreprocessConfig) -> Path:
     """
     started = time.perf_counter()
     seed = _seed(config)
+    cpus = usable_cpus()
+    if config.n_cores > cpus:
+        log(f"n_cores {config.n_cores} is more than the {cpus} CPUs this process may use; using {cpus}")
+        config = replace(config, n_cores=cpus)
     if config.write_format == "pt":
         import torch  # noqa: F401  (once here, not in every forked worker)
     with signals_as_exit():

@@ -1,10 +1,12 @@
-"""Merged Parquet splits carry the fingerprint of their metadata's meanings; a split of another run is refused."""
+"""Merged splits carry the fingerprint of their meanings (a CSV split beside it); splits of other runs are refused."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.csv as pyarrow_csv
 import pyarrow.parquet as pq
 import pytest
 from conftest import REFERENCE_DIR
@@ -15,6 +17,7 @@ from sequifier.config.errors import UserError
 from sequifier.data.fingerprint import (
     check_same_meanings,
     meanings_fingerprint,
+    meanings_sidecar,
     split_column_kinds,
     split_column_meanings,
     split_fingerprint,
@@ -73,3 +76,61 @@ def test_without_metadata_infer_names_a_column_whose_kind_changed(tmp_path, monk
     assert refused.value.where == str(other)
     assert refused.value.problem.startswith("holds 'amount' as a categorical column, but tiny-last-1.onnx was trained")
     assert "with 'amount' in real_columns" in refused.value.problem
+
+
+def _csv_split_of_another_run(root: Path, monkeypatch) -> Path:
+    table = pq.read_table(REFERENCE_PARQUET)
+    amounts = pa.compute.multiply(table.column("amount").cast(pa.float64()), 3.0)
+    changed = root / "input" / REFERENCE_PARQUET.name
+    changed.parent.mkdir(parents=True)
+    pq.write_table(table.set_column(table.schema.get_field_index("amount"), "amount", amounts), changed)
+    metadata_path = preprocess_reference(root, monkeypatch, data_file=changed, write_format="csv")
+    split = root / "data" / "events-split2.csv"
+    assert split_fingerprint(split) == meanings_fingerprint(read_metadata(metadata_path))
+    return split
+
+
+def test_a_csv_split_records_its_meanings_beside_it_and_one_of_another_run_is_refused(tmp_path, monkeypatch):
+    other = _csv_split_of_another_run(tmp_path / "other", monkeypatch)
+    assert meanings_sidecar(other).is_file()
+    export_all(tmp_path / "project")
+    with pytest.raises(UserError, match="was written by a preprocess run whose categories or statistics differ"):
+        infer(tmp_path / "project", GENERATIVE, data_path=other, metadata_config_path=str(METADATA))
+    with pytest.raises(UserError, match="whose normalization statistics of 'amount' differ from those tiny-last-1"):
+        infer(tmp_path / "project", GENERATIVE, data_path=other)
+
+
+def test_a_csv_split_rewritten_by_another_writer_is_read_without_its_recorded_meanings(tmp_path, monkeypatch):
+    split = _csv_split_of_another_run(tmp_path, monkeypatch)
+    rows = pyarrow_csv.read_csv(split)
+    pyarrow_csv.write_csv(rows.slice(0, rows.num_rows // 2), split)  # as another writer leaves it
+    assert split.stat().st_size != json.loads(meanings_sidecar(split).read_text())["split_bytes"]
+    assert split_fingerprint(split) is None and split_column_meanings(split) is None
+
+
+def test_a_folder_where_a_csv_splits_meanings_go_is_refused_before_any_work(tmp_path, monkeypatch):
+    (tmp_path / "data" / "events-split1.csv.meanings.json").mkdir(parents=True)
+    with pytest.raises(UserError) as refused:
+        preprocess_reference(tmp_path, monkeypatch, write_format="csv")
+    assert refused.value.where.endswith("events-split1.csv.meanings.json")
+    assert "not the meanings file of an earlier split" in refused.value.problem
+    assert not (tmp_path / "data" / "events-split0.csv").exists()
+
+
+def test_a_second_csv_run_replaces_the_meanings_beside_its_splits(tmp_path, monkeypatch):
+    first = read_metadata(preprocess_reference(tmp_path, monkeypatch, write_format="csv"))
+    second = read_metadata(
+        preprocess_reference(tmp_path, monkeypatch, write_format="csv", categorical_columns=["amount"])
+    )
+    split = tmp_path / "data" / "events-split0.csv"
+    assert meanings_fingerprint(first) != meanings_fingerprint(second) == split_fingerprint(split)
+    assert split_column_kinds(split)["amount"] == "categorical"
+
+
+def test_a_split_of_a_run_with_other_columns_is_refused_naming_the_columns(tmp_path, monkeypatch):
+    preprocess_reference(tmp_path / "other", monkeypatch, selected_columns=["event"])
+    split = tmp_path / "other" / "data" / "events-split2.parquet"
+    with pytest.raises(UserError) as refused:
+        check_same_meanings(split, read_metadata(METADATA), METADATA)
+    assert refused.value.where == str(split)
+    assert "was written by a preprocess run with other columns (event) than" in refused.value.problem

@@ -1474,6 +1474,12 @@ RESOLVE_ROWS = [
         "does not exist (run `sequifier preprocess` first?)",
     ),
     resolve_row(
+        "metadata-under-a-misspelt-project-root",
+        fixed({"project_root": "projcet"}),
+        "dataset_training.default.parts.default.metadata_config_path",
+        "projcet/configs/metadata_configs/events.json does not exist; there is no folder ",
+    ),
+    resolve_row(
         "metadata-path-a-folder",
         fixed({"dataset.part.metadata_config_path": "configs"}),
         "dataset_training.default.parts.default.metadata_config_path",

@@ -693,7 +693,14 @@ CASES = [
         "not a selected column",
     ),
     ("bad read format", {"read_format": "xlsx"}, ONLY_DATA, None, "read_format", "choose one of 'csv', 'parquet'"),
-    ("pt input", {"read_format": "pt"}, ONLY_DATA, None, "read_format", "not supported"),
+    (
+        "pt input",
+        {"read_format": "pt"},
+        ONLY_DATA,
+        None,
+        "read_format",
+        "'pt' is not allowed; choose one of 'csv', 'parquet'",
+    ),
     (
         "unknown suffix",
         {"preprocessing_data_path": "data/events.txt", "read_format": None},

@@ -17,9 +17,11 @@ from reference_helpers import (
 )
 
 import sequifier.preprocess.groups as groups_module
+import sequifier.preprocess.run as run_module
 import sequifier.preprocess.sources as sources_module
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.preprocess import run_preprocess
+from sequifier.preprocess.parallel import usable_cpus
 
 REFERENCE_PARQUET = REFERENCE_DIR / "data" / "events.parquet"
 
@@ -406,3 +408,22 @@ def test_quoted_values_with_line_breaks_read_whole_across_the_readers_blocks(tmp
     metadata = one_column_csv(tmp_path, monkeypatch, ['"' + v + '"' if "\n" in v else v for v in values])
     assert set(metadata["id_maps"]["code"]) == {*values, "[unknown]", "[other]"}
     assert "read 400 rows, 100 sequences" in capsys.readouterr().err
+
+
+def test_n_cores_beyond_the_usable_cpus_runs_on_those_cpus(tmp_path, monkeypatch, capsys, reference_splits):
+    (tmp_path / "data").mkdir()
+    pq.write_table(raw_table(), tmp_path / "data" / "events.parquet")
+    started_workers = []
+    real_run_tasks = run_module.run_tasks
+    monkeypatch.setattr(
+        run_module,
+        "run_tasks",
+        lambda fn, shared, tasks, n_cores: (
+            started_workers.append(n_cores) or real_run_tasks(fn, shared, tasks, n_cores)
+        ),
+    )
+    metadata = preprocess(tmp_path, monkeypatch, "data/events.parquet", n_cores=10**6)
+    cpus = usable_cpus()
+    assert f"n_cores 1000000 is more than the {cpus} CPUs this process may use; using {cpus}" in capsys.readouterr().err
+    assert started_workers and set(started_workers) == {cpus}
+    assert_matches_reference(tmp_path, metadata, reference_splits)
