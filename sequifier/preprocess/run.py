@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import secrets
 import time
 from dataclasses import replace
@@ -293,7 +294,21 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
     write_metadata(staged_metadata, metadata)
     moves.append((staged_metadata, metadata_path(config)))
     staging.place(moves)
+    _note_earlier_splits(output_folder(config), form.data_name, {target.name for _, target in moves})
     return metadata_path(config)
+
+
+def _note_earlier_splits(folder: Path, data_name: str, written: set[str]) -> None:
+    """Name the splits of earlier runs (more splits, another write_format) that stay beside this run's."""
+    pattern = re.compile(rf"{re.escape(data_name)}-split\d+(\.(parquet|csv|pt)(\.meanings\.json)?)?")
+    earlier = sorted(
+        entry.name for entry in folder.iterdir() if pattern.fullmatch(entry.name) and entry.name not in written
+    )
+    if earlier:
+        log(
+            f"note: {', '.join(earlier)} in {folder} are not this run's (an earlier run's splits); the metadata lists "
+            "only this run's, so they are never read through it, and can be removed"
+        )
 
 
 def run_preprocess(config: PreprocessConfig) -> Path:
@@ -307,6 +322,8 @@ def run_preprocess(config: PreprocessConfig) -> Path:
     if config.n_cores > cpus:
         log(f"n_cores {config.n_cores} is more than the {cpus} CPUs this process may use; using {cpus}")
         config = replace(config, n_cores=cpus)
+    if config.merge_output and config.batches_per_file is not None:
+        log("note: batches_per_file has no effect with merge_output: true (each split is one file)")
     if config.write_format == "pt":
         import torch  # noqa: F401  (once here, not in every forked worker)
     with signals_as_exit():

@@ -171,8 +171,7 @@ class Trainer:
         views = ", ".join(f"{d}.{part}: {len(data.train)}" for (d, part), data in self.parts.items())
         per_rank = f" per process, {self.ranks.world_size} processes" if self.ranks.joined else ""
         logger.info("training %s: %d parameters; training views %s%s", self.spec.model_name, n_params, views, per_rank)
-        if self.runtime.precision_note:
-            logger.info(self.runtime.precision_note)
+        logger.info(self.runtime.precision_note)
         self.throughput = Throughput()
         while p.phase_index < len(phases):
             if p.completed_epochs and self.monitor.should_stop(p.completed_epochs):

@@ -89,20 +89,24 @@ def apply_layer_dtypes(network: SequifierNetwork, dtypes: dict[str, str]) -> Non
         module.register_forward_pre_hook(_inputs_to(DTYPES[name]))
 
 
-def autocast_dtype(
-    training: GlobalTrainingConfig, device: torch.device, width: int
-) -> tuple[torch.dtype | None, str | None]:
-    """The dtype the forward and loss autocast to (None: none) for a backbone `width` wide, and for `auto` a line
-    for the run's log saying what it chose and why.
+def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: int) -> tuple[torch.dtype | None, str]:
+    """The dtype the forward and loss autocast to (None: none) for a backbone `width` wide, and a line for the
+    run's log saying which precision the run computes in and why.
 
     `auto` takes bf16 where the device computes bf16 products natively and, on a CPU, the model is at least
     AUTO_BF16_CPU_WIDTH wide: narrower products are too small a share of a CPU step for bf16 to pay
     (docs/performance.md). Layer dtypes and FSDP's layer_autocast are a run's own precision and keep it.
     """
-    if training.autocast != "auto":
-        return (AUTOCAST_DTYPES[training.autocast] if training.autocast else None), None
-    if training.layer_type_dtypes is not None or (training.distributed and training.data_parallelism == "fsdp"):
-        return None, None
+    if training.autocast in AUTOCAST_DTYPES:
+        return _stated(training.autocast, device)
+    if training.layer_type_dtypes is not None:
+        dtypes = ", ".join(f"{kind} {name}" for kind, name in training.layer_type_dtypes.items())
+        return None, f"precision: layer dtypes ({dtypes}; global_training.layer_type_dtypes), loss in float32"
+    if training.distributed and training.data_parallelism == "fsdp":
+        compute = "bf16 compute (global_training.layer_autocast)" if training.layer_autocast else "float32"
+        return None, f"precision: FSDP {compute}"
+    if training.autocast is None:
+        return None, "precision: float32 (global_training.autocast null)"
     native = native_bf16(device)
     if native is None:
         wanted = {"cpu": " or ".join(CPU_FLAGS), "cuda": "compute capability 8.0+"}.get(device.type, "not checked")
@@ -115,6 +119,16 @@ def autocast_dtype(
     return torch.bfloat16, (
         f"precision: bf16 autocast, float32 weights (autocast auto: this {device.type} computes bf16 natively, "
         f"{native}); global_training.autocast=null trains in float32"
+    )
+
+
+def _stated(autocast: str, device: torch.device) -> tuple[torch.dtype, str]:
+    """The autocast dtype a config names, and its log line (saying when bf16 is not native on the device)."""
+    slower = ""
+    if autocast == "bf16" and device.type in ("cpu", "cuda") and native_bf16(device) is None:
+        slower = f"; this {device.type} has no native bf16, so its products are converted and run slower than float32"
+    return AUTOCAST_DTYPES[autocast], (
+        f"precision: {autocast} autocast, float32 weights (global_training.autocast {autocast}){slower}"
     )
 
 

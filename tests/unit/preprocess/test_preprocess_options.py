@@ -115,3 +115,22 @@ def test_data_path_alias_and_inferred_read_format(tmp_path, monkeypatch):
     assert loaded.preprocessing_data_path == tmp_path / "data" / "events.parquet"
     assert loaded.read_format == "parquet"
     assert loaded.window_stride == loaded.effective_window_stride == 17
+
+
+def test_splits_of_an_earlier_run_left_beside_this_ones_are_named(tmp_path, monkeypatch, capsys):
+    preprocess(tmp_path / "same", monkeypatch)
+    preprocess(tmp_path / "same", monkeypatch)
+    assert "note:" not in capsys.readouterr().err  # the same outputs, replaced
+    preprocess(tmp_path / "changed", monkeypatch, write_format="csv")
+    preprocess(tmp_path / "changed", monkeypatch)
+    log = capsys.readouterr().err
+    earlier = "events-split0.csv, events-split0.csv.meanings.json, events-split1.csv, events-split1.csv.meanings.json"
+    assert f"note: {earlier}, events-split2.csv, events-split2.csv.meanings.json in " in log
+    assert "are not this run's (an earlier run's splits)" in log
+
+
+def test_batches_per_file_with_merged_output_is_noted_as_without_effect(tmp_path, monkeypatch, capsys):
+    preprocess(tmp_path / "merged", monkeypatch, batches_per_file=4)
+    assert "note: batches_per_file has no effect with merge_output: true" in capsys.readouterr().err
+    preprocess(tmp_path / "shards", monkeypatch, batches_per_file=4, merge_output=False)
+    assert "note: batches_per_file" not in capsys.readouterr().err

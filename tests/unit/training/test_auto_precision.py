@@ -97,22 +97,39 @@ def test_auto_keeps_float32_without_native_bf16_or_below_the_width_and_says_why(
 
 
 @pytest.mark.parametrize(
-    "settings",
+    "settings, stated",
     [
-        {"layer_type_dtypes": {"linear": "bfloat16"}},
-        {"distributed": True, "world_size": 2, "data_parallelism": "fsdp", "max_tokens_per_pass": None},
+        ({"layer_type_dtypes": {"linear": "bfloat16"}}, "precision: layer dtypes (linear bfloat16;"),
+        (
+            {"distributed": True, "world_size": 2, "data_parallelism": "fsdp", "max_tokens_per_pass": None},
+            "precision: FSDP float32",
+        ),
+        (
+            {"distributed": True, "world_size": 2, "data_parallelism": "fsdp", "max_tokens_per_pass": None,
+             "layer_autocast": True},
+            "precision: FSDP bf16 compute (global_training.layer_autocast)",
+        ),
     ],
-)
-def test_auto_keeps_the_runs_own_precision(native, settings):
+)  # fmt: skip
+def test_auto_keeps_the_runs_own_precision_and_says_which(native, settings, stated):
     native("amx_bf16")
-    assert autocast_dtype(training(**settings), CPU, 512) == (None, None)
+    dtype, note = autocast_dtype(training(**settings), CPU, 512)
+    assert dtype is None and note.startswith(stated)
 
 
 @pytest.mark.parametrize("setting, dtype", [("bf16", torch.bfloat16), ("fp16", torch.float16), (None, None)])
-def test_an_explicit_setting_holds_whatever_the_cpu(native, setting, dtype):
+def test_an_explicit_setting_holds_whatever_the_cpu_and_is_logged(native, setting, dtype):
     for flag in (None, "avx512_bf16"):
         native(flag)
-        assert autocast_dtype(training(autocast=setting), CPU, 16) == (dtype, None)
+        chosen, note = autocast_dtype(training(autocast=setting), CPU, 16)
+        assert chosen == dtype
+        assert note == (
+            "precision: float32 (global_training.autocast null)"
+            if setting is None
+            else f"precision: {setting} autocast, float32 weights (global_training.autocast {setting})"
+            + ("; this cpu has no native bf16, so its products are converted and run slower than float32"
+               if setting == "bf16" and flag is None else "")
+        )  # fmt: skip
 
 
 def test_the_training_forward_runs_under_what_auto_chose(native, reference_project: Path, tmp_path: Path):
