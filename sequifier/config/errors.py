@@ -49,8 +49,14 @@ def absent_file(path: Path) -> str:
         return f"is {link}"
     if path.is_dir():
         return "is a folder, not a file"
-    missing = [parent for parent in path.parents if not os.path.lexists(parent)]
-    return f"does not exist; there is no folder {missing[-1]}" if missing else "does not exist"
+    return "does not exist" + missing_folder(path)
+
+
+def missing_folder(path: Path) -> str:
+    """'; there is no folder F' for the first folder on `path`'s way that does not exist (a misspelt project_root,
+    say), or '' where its folder is there."""
+    missing = [parent for parent in Path(path).parents if not os.path.lexists(parent)]
+    return f"; there is no folder {missing[-1]}" if missing else ""
 
 
 def os_problem(error: OSError) -> str:

@@ -313,7 +313,11 @@ class ResumeConfig:
 
 @frozen
 class GlobalTrainingConfig:
-    read_format: str = option("parquet", "stored form of the preprocessed data", choices=("parquet", "pt"))
+    read_format: str = option(
+        "parquet",
+        "stored form of the preprocessed data (parquet also reads merged csv splits)",
+        choices=("parquet", "pt"),
+    )
     training_objective: str = option("causal", "training objective", choices=("causal",))
     context_length: int = option(doc="number of time steps the model reads")
     target_offset: int = option(1, "how many steps ahead the targets lie")

@@ -1,8 +1,7 @@
 """Which meanings stored windows were written with: a digest of the categories, statistics and layouts of a metadata.
 
 Preprocess records it in the key-value metadata of each merged Parquet split, and beside each merged CSV split in
-`<split>.meanings.json` (CSV has no key-value metadata; the file also records the split's size, so a split rewritten
-by another writer is read as one without it); training and infer compare it with the metadata they are given, so
+`<split>.csv.meanings.json` (csv_meanings.py); training and infer compare it with the metadata they are given, so
 that a split of another preprocess run is refused instead of read with the wrong meanings. Next to it a split
 records one digest per column (its id map, or its statistics when normalized) and each column's kind (categorical
 or real), which infer compares with the model's contract. Splits without them (earlier releases, copied without
@@ -17,13 +16,12 @@ import json
 from pathlib import Path
 
 from sequifier.config.errors import UserError
+from sequifier.data.csv_meanings import recorded_beside
 from sequifier.data.metadata import DatasetMetadata
 
 KEY = b"sequifier.meanings"
 COLUMNS_KEY = b"sequifier.column_meanings"
 KINDS_KEY = b"sequifier.column_kinds"
-SIDECAR_SUFFIX = ".meanings.json"
-SPLIT_BYTES = "split_bytes"
 
 
 def meanings_fingerprint(metadata: DatasetMetadata) -> str:
@@ -68,39 +66,14 @@ def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
     }
 
 
-def meanings_sidecar(split: Path) -> Path:
-    """The file beside a merged CSV split that holds what a Parquet split keeps in its key-value metadata."""
-    return split.with_name(split.name + SIDECAR_SUFFIX)
-
-
-def write_meanings_sidecar(split: Path, recorded: dict[bytes, bytes]) -> Path:
-    """Record `recorded` (recorded_meanings) beside the finished CSV split `split`, with the split's size."""
-    record = {SPLIT_BYTES: split.stat().st_size} | {key.decode(): value.decode() for key, value in recorded.items()}
-    sidecar = meanings_sidecar(split)
-    sidecar.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
-    return sidecar
-
-
-def _recorded_beside(split: Path, key: bytes) -> str | None:
-    """The value of `key` beside a merged CSV split; None without the file, or when the split's size has changed."""
-    try:
-        record = json.loads(meanings_sidecar(split).read_text(encoding="utf-8"))
-        size = split.stat().st_size
-    except (OSError, ValueError):
-        return None
-    if not isinstance(record, dict) or record.get(SPLIT_BYTES) != size:
-        return None
-    value = record.get(key.decode())
-    return value if isinstance(value, str) else None
-
-
 def _recorded(path: Path, key: bytes) -> str | None:
     """The value of `key` a merged Parquet or CSV split was written with; None for other files and splits without it."""
     path = Path(path)
-    if path.suffix not in (".parquet", ".csv") or not path.is_file():
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".csv") or not path.is_file():
         return None
-    if path.suffix == ".csv":
-        return _recorded_beside(path, key)
+    if suffix == ".csv":
+        return recorded_beside(path, key)
     import pyarrow as pa  # only for Parquet splits: pt-shard training never loads pyarrow
     import pyarrow.parquet as pq
 
@@ -138,14 +111,22 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
     written = split_fingerprint(split)
     if written is None or written == meanings_fingerprint(metadata):
         return
-    held = sorted(split_column_kinds(split) or {})
-    expected = sorted(metadata.column_data_types)
+    kinds = split_column_kinds(split) or {}
+    held, expected = sorted(kinds), sorted(metadata.column_data_types)
     if held and held != expected:
         raise UserError(
             str(split),
             f"was written by a preprocess run with other columns ({', '.join(held)}) than {metadata_path}'s "
             f"({', '.join(expected)}); use the metadata of the run that wrote it, or preprocess again",
         )
+    for name, kind in kinds.items():
+        kind_there = "categorical" if name in metadata.id_maps else "real"
+        if kind != kind_there:
+            raise UserError(
+                str(split),
+                f"holds {name!r} as a {kind} column, but {metadata_path} has it as a {kind_there} one; use the "
+                "metadata of the run that wrote it, or preprocess again",
+            )
     raise UserError(
         str(split),
         f"was written by a preprocess run whose categories or statistics differ from {metadata_path}'s; use the "

@@ -15,7 +15,8 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.atomic import atomic_path
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, missing_folder
+from sequifier.data.csv_meanings import recorded_beside
 from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows, materialized
 
 INPUT_COLUMN = "inputCol"
@@ -52,10 +53,12 @@ def _read_table(path: Path) -> pa.Table:
     if path.exists() and not path.is_file():
         raise UserError(str(path), "is not a regular file; give a split file or a shard folder")
     if not path.is_file():
-        raise UserError(str(path), "split file not found (run `sequifier preprocess` first?)")
+        raise UserError(str(path), f"split file not found{missing_folder(path)} (run `sequifier preprocess` first?)")
     try:
         csv = path.suffix.lower() == ".csv"
         table = pv.read_csv(path) if csv else pq.read_table(path, page_checksum_verification=True)
+        if csv and (written := recorded_beside(path, WINDOW_LENGTH_KEY)) is not None:
+            table = table.replace_schema_metadata({WINDOW_LENGTH_KEY: written.encode("ascii", "replace")})
     except (pa.ArrowException, OSError) as error:
         raise UserError(
             str(path), f"not a readable stored-window file ({' '.join(str(error).split())[:200]})"

@@ -119,9 +119,18 @@ def concat_windows(parts: Sequence[StoredWindows], columns: Sequence[str], windo
 
 def materialized(values: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
     """`values` as `dtype` (the same array when it already is); ids that a narrower integer dtype cannot hold are
-    refused rather than wrapped."""
+    refused rather than wrapped, and reals beyond a narrower float dtype's range rather than made infinite."""
     if values.dtype == dtype:
         return values
+    if np.issubdtype(dtype, np.floating) and np.issubdtype(values.dtype, np.floating) and values.size:
+        largest = np.finfo(dtype).max
+        beyond = np.abs(values) > largest  # NaN compares False: finiteness is checked where the values are used
+        if beyond.any():
+            raise UserError(
+                where,
+                f"holds {values[beyond][0]:.4g}, beyond the {np.dtype(dtype).name} range the model computes in "
+                f"(±{largest:.4g}); preprocess with normalize_real_columns: true, or rescale the column",
+            )
     if np.issubdtype(dtype, np.integer) and np.issubdtype(values.dtype, np.floating) and values.size:
         fractional = values != np.round(values)
         if fractional.any():

@@ -317,3 +317,17 @@ def check_generation_fits(config: InferConfig, windows: int, part_windows: int, 
             f"this machine's {memory / GIB:,.1f} GiB of memory (the rest holds the split, the model and the tables "
             "being written); generate fewer items",
         )
+
+
+def check_generated_positions(stored: StoredWindows, steps: int) -> None:
+    """Refuse generation_steps whose items would be labelled beyond the largest itemPosition (int64)."""
+    if len(stored) == 0:
+        return
+    last_stored = int(stored.start_item_positions.max()) + stored.width - 1
+    largest = int(np.iinfo(np.int64).max)
+    if last_stored + steps > largest:
+        raise UserError(
+            "generation_steps",
+            f"{steps} items after a window ending at itemPosition {last_stored} would be labelled beyond the "
+            f"largest itemPosition ({largest}); at most {largest - last_stored} fit this split",
+        )

@@ -9,6 +9,7 @@ states of the view's last prediction_length input items; rows outside the data a
 from __future__ import annotations
 
 import glob
+import itertools
 import os
 import time
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sequifier.config.entries import not_utf8, shown
-from sequifier.config.errors import UserError, os_problem
+from sequifier.config.errors import UserError, missing_folder, os_problem
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
 from sequifier.data.fingerprint import check_same_meanings
 from sequifier.data.folder_metadata import FOLDER_METADATA, folder_meanings
@@ -53,7 +54,10 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
         return Path(full)
     matches = sorted(glob.glob(os.path.join(glob.escape(str(project_root)), pattern)), key=os.path.getmtime)
     if not matches:
-        raise UserError("model_path", f"no model file matches {full}; train a model first")
+        fixed = Path(*itertools.takewhile(lambda part: not glob.has_magic(part), Path(full).parts))
+        folder = missing_folder(fixed / "pattern")
+        fix = "give a pattern under a folder that exists" if folder else "train a model first"
+        raise UserError("model_path", f"no model file matches {full}{folder}; {fix}")
     if not_utf8(matches[-1]):
         raise UserError(
             "model_path", f"{full} matches {shown(matches[-1])!r}, whose name is not UTF-8 (shown as ?); rename it"
@@ -90,6 +94,7 @@ class Sources:
     metadata_path: Path | None
     data_path: Path
     route: TrainingRoute | None
+    data_named_by: str = "data_path"
 
 
 def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
@@ -110,11 +115,10 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     if config.metadata_config_path:
         metadata_path = project_root / config.metadata_config_path
     if config.data_path:
-        data_path = project_root / config.data_path
-    else:
-        assert metadata_path is not None
-        data_path = project_root / read_metadata(metadata_path).split_paths[-1]
-    return Sources(files, metadata_path, data_path, route)
+        return Sources(files, metadata_path, project_root / config.data_path, route)
+    assert metadata_path is not None
+    data_path = project_root / read_metadata(metadata_path).split_paths[-1]
+    return Sources(files, metadata_path, data_path, route, f"the last of split_paths in {metadata_path}")
 
 
 def infer_part(
@@ -129,6 +133,7 @@ def infer_part(
     batch = config.inference_batch_size
     if config.autoregressive:
         start, steps = generation_start(width, contract), config.generation_steps or 1
+        checks.check_generated_positions(stored, steps)
         inputs, padding = model_inputs(window_arrays(stored), stored.left_pad_lengths, contract, start)
         computed = _shares(len(padding) * steps, done)
         values, probabilities = generate(model, inputs, padding, steps, batch, chooser, computed)
@@ -279,7 +284,7 @@ def run_inference(
             checks.check_metadata(metadata, path, contract, model_file)
         checks.check_split_meanings(sources.data_path, contract, model_file)
     started = time.perf_counter()
-    split = open_split(sources.data_path, contracts[0][1], config.read_format)
+    split = open_split(sources.data_path, contracts[0][1], config.read_format, sources.data_named_by)
     for _, contract in contracts:
         checks.check_generation_fits(config, len(split), WINDOWS_PER_PART, contract)
     lengths = (metadata.window_length, *metadata.window_lengths) if sources.metadata_path else ()

@@ -14,7 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.network import depth_mask_input
 from sequifier.data.stored import file_window_counts, folder_parts, load_split
 from sequifier.data.stored_windows import StoredWindows
@@ -53,17 +53,19 @@ class StoredSplit:
             yield part
 
 
-def open_split(path: Path, contract: dict, read_format: str | None) -> StoredSplit:
-    """The model's input columns of the stored windows of `path` (a merged file or a shard folder)."""
+def open_split(path: Path, contract: dict, read_format: str | None, named_by: str = "data_path") -> StoredSplit:
+    """The model's input columns of the stored windows of `path` (a merged file or a shard folder); `named_by`
+    says where the path came from (the data_path field, or the metadata whose last split it is)."""
     if not path.exists():
-        raise UserError("data_path", f"{path} does not exist (run `sequifier preprocess` first?)")
+        raise UserError(named_by, f"{path} does not exist{missing_folder(path)} (run `sequifier preprocess` first?)")
     if path.is_file() and path.suffix.lower() == ".pt":
         raise UserError(
-            "data_path", f"{path} is one PT shard; PT shards are read as their split folder (give {path.parent})"
+            named_by, f"{path} is one PT shard; PT shards are read as their split folder (give {path.parent})"
         )
     found = stored_format(path)
     if read_format is not None and read_format != found:
-        raise UserError("read_format", f"is {read_format!r}, but {path} holds {found} data")
+        how = "by its suffix (.csv, .parquet)" if path.is_file() else "by the shards it holds"
+        raise UserError("read_format", f"is {read_format!r}, but {path} is read as {found} {how}")
     if path.is_dir():
         split = StoredSplit(path, contract, sum(file_window_counts(path)), None)
     else:
@@ -71,7 +73,7 @@ def open_split(path: Path, contract: dict, read_format: str | None) -> StoredSpl
         check_windows(whole, path, contract)
         split = StoredSplit(path, contract, len(whole), whole)
     if len(split) == 0:
-        raise UserError("data_path", f"{path} holds no windows")
+        raise UserError(named_by, f"{path} holds no windows")
     return split
 
 

@@ -12,10 +12,10 @@ import pyarrow as pa
 import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
-from sequifier.data.fingerprint import meanings_sidecar, write_meanings_sidecar
+from sequifier.data.csv_meanings import meanings_file, write_meanings_file
 from sequifier.data.folder_metadata import FOLDER_METADATA
 from sequifier.data.pt_shards import pt_payload
-from sequifier.data.stored_tables import stored_schema, windows_to_table
+from sequifier.data.stored_tables import WINDOW_LENGTH_KEY, stored_schema, windows_to_table
 from sequifier.data.stored_windows import StoredWindows
 
 
@@ -40,7 +40,7 @@ class OutputForm:
     def companion_names(self, split: int) -> list[str]:
         """Files written beside split `split` that move with it: a merged CSV split's recorded meanings."""
         if self.merged and self.write_format == "csv":
-            return [meanings_sidecar(Path(self.split_name(split))).name]
+            return [meanings_file(Path(self.split_name(split))).name]
         return []
 
     def foreign_target(self, target: Path, split: int) -> Optional[str]:
@@ -144,4 +144,5 @@ class MergedSplitWriter:
     def close(self) -> None:
         self.writer.close()
         if self.form.write_format == "csv" and self.form.recorded_meanings is not None:
-            write_meanings_sidecar(self.path, self.form.recorded_meanings)
+            window_length = str(self.form.window_length).encode("ascii")
+            write_meanings_file(self.path, {**self.form.recorded_meanings, WINDOW_LENGTH_KEY: window_length})

@@ -35,7 +35,7 @@ from sequifier.preprocess.progress import log
 from sequifier.preprocess.reuse import ReusedMeaning, load_reused
 from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
 from sequifier.preprocess.signals import signals_as_exit
-from sequifier.preprocess.sources import InputSource, open_source
+from sequifier.preprocess.sources import InputSource, input_files, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.preprocess.staging import Staging
 from sequifier.preprocess.statistics import squeeze_warning, statistics_of
@@ -222,9 +222,8 @@ def _refuse_foreign_targets(config: PreprocessConfig, form: OutputForm) -> None:
         )
 
 
-def _preprocess(config: PreprocessConfig, staging: Staging, seed: int) -> Path:
+def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: Optional[ReusedMeaning]) -> Path:
     staged_metadata = staging.reserve_beside(metadata_path(config))
-    reused = load_reused(config)
     columns, source = plan_columns(config, open_source(config), reused)
     _check_static_maps(config, columns)
     scanning = Progress("preprocess scan", source.progress_total)
@@ -320,19 +319,21 @@ def run_preprocess(config: PreprocessConfig) -> Path:
     seed = _seed(config)
     cpus = usable_cpus()
     if config.n_cores > cpus:
-        log(f"n_cores {config.n_cores} is more than the {cpus} CPUs this process may use; using {cpus}")
+        log(f"n_cores {config.n_cores} is more than the CPUs this process may use ({cpus}); using {cpus}")
         config = replace(config, n_cores=cpus)
     if config.merge_output and config.batches_per_file is not None:
         log("note: batches_per_file has no effect with merge_output: true (each split is one file)")
     if config.write_format == "pt":
         import torch  # noqa: F401  (once here, not in every forked worker)
     with signals_as_exit():
+        reused = load_reused(config)
+        input_files(config)  # a missing input is named before staging makes any folder
         try:
             staging = Staging(output_folder(config))
         except OSError as error:
             raise UserError(str(output_folder(config)), f"cannot stage outputs there ({os_problem(error)})") from None
         try:
-            path = _preprocess(config, staging, seed)
+            path = _preprocess(config, staging, seed, reused)
         except UserError as error:
             if not staging.failure_note():
                 raise

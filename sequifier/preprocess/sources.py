@@ -14,7 +14,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.config.entries import not_utf8, shown
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line
 
@@ -91,7 +91,7 @@ def input_files(config: PreprocessConfig) -> list[Path]:
     if path.is_file():
         return [path]
     if not path.is_dir():
-        raise UserError(str(path), "data file or folder not found")
+        raise UserError(str(path), "data file or folder not found" + missing_folder(path))
     if path.resolve() == (Path(config.project_root) / "data").resolve():
         raise UserError(
             str(path),
@@ -276,7 +276,10 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
     for path, arrow_type in known:
         if _type_family(arrow_type) != _type_family(first):
             words = any(pa.types.is_integer(t) or pa.types.is_floating(t) for t in (first, arrow_type))
-            hint = "; a word among a csv's numbers (a header repeated, say) makes its column text" if words else ""
+            csv = any(p.suffix.lower() == ".csv" for p in (first_path, path))
+            hint = (
+                "; a word among a csv's numbers (a header repeated, say) makes its column text" if words and csv else ""
+            )
             raise UserError(name, f"has type {first} in {first_path} but {arrow_type} in {path}{hint}")
     return first
 

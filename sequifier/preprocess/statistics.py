@@ -46,5 +46,6 @@ def squeeze_warning(name: str, moments: Moments, std: float) -> str | None:
     return (
         f"warning: {name}: its values lie within {moments.high - moments.low:.3g} of each other (std {std:.3g}), so "
         f"normalization, (x - mean) / (std + {NORMALIZATION_EPSILON:g}), squeezes them toward 0; multiply the column "
-        "by a large constant before preprocessing, or set normalize_real_columns: false"
+        "by a large constant before preprocessing (unnormalized, values this close may also be one float32 value "
+        "in training)"
     )

@@ -20,6 +20,7 @@ def check_loss(
     last_finite: float | None,
     learning_rate: float,
     float16_parameters: bool = False,
+    before_any_update: bool = False,
 ) -> None:
     """Raise TrainingDiverged when a target's loss sum is not finite, naming it and any non-finite input column."""
     for target, (total, _) in sums.items():
@@ -33,6 +34,11 @@ def check_loss(
             cause = (
                 "float16 parameters (global_training.layer_type_dtypes), with which Adam-type optimizers usually "
                 "diverge; use bfloat16 or float32 layer types, or autocast: fp16 with float32 parameters"
+            )
+        elif before_any_update:
+            cause = (
+                "values too large for the float32 arithmetic of the model and loss, since no update has happened "
+                "yet (a real column not normalized? preprocess with normalize_real_columns: true, or rescale it)"
             )
         else:
             cause = (

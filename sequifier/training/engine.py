@@ -266,7 +266,10 @@ class Trainer:
                 PROFILE.step(BACKWARD, self.device, self.optimization.scaled(loss).backward, counted=first)
                 self.runtime.after_backward()
             # after backward is queued, so that a GPU runs it while the host waits here for the loss's value
-            check_loss(sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate, self.float16)
+            check_loss(
+                sums, inputs, where, self.last_finite_loss, self.optimization.learning_rate, self.float16,
+                before_any_update=p.global_step == 0,
+            )  # fmt: skip
             microbatch_loss += float(loss.detach())
             loss_sums = {n: float(t.detach()) for n, (t, _) in sums.items()}
             totals.add(Totals(loss=loss_sums, count={n: int(c) for n, (_, c) in sums.items()}))

@@ -18,6 +18,7 @@ from conftest import REFERENCE_DIR, tiny_train_config, write_yaml
 from infer_helpers import GENERATIVE, METADATA, SPLIT, export_all, infer, outputs
 
 from sequifier.config.errors import UserError
+from sequifier.infer.runner import run_inference
 
 PT_SPLIT = REFERENCE_DIR / "data" / "events_pt-split2"
 
@@ -47,7 +48,7 @@ def test_pt_shard_folders_and_csv_read_like_parquet_and_read_format_must_match(p
     reference = np.lexsort((from_parquet["itemPosition"], from_parquet["sequenceId"]))
     np.testing.assert_array_equal(from_pt["event"][order], from_parquet["event"][reference])
     np.testing.assert_allclose(from_pt["amount"][order], from_parquet["amount"][reference], atol=1e-5)
-    with pytest.raises(UserError, match="read_format: is 'csv', but .* holds parquet data"):
+    with pytest.raises(UserError, match=r"read_format: is 'csv', but .* is read as parquet by its suffix \(.csv"):
         infer(project, GENERATIVE, read_format="csv")
 
 
@@ -211,3 +212,27 @@ def test_class_values_that_would_overwrite_a_probabilities_column_are_refused_un
     onnx.save(model, str(project / "models" / "clash-last-1.onnx"))
     with pytest.raises(UserError, match=rf"names two classes '\[unused {unused}\]'"):
         infer(project, "clash-last-1.onnx", output_probabilities=True)
+
+
+def test_a_missing_folder_on_the_way_to_a_model_or_split_is_named(project: Path, tmp_path: Path):
+    with pytest.raises(UserError) as refused:
+        infer(project, "../modles/tiny-best-*.onnx")
+    assert refused.value.where == "model_path"
+    missing = project / "models" / ".." / "modles"
+    assert f"; there is no folder {missing}; give a pattern under a folder that exists" in refused.value.problem
+    with pytest.raises(UserError) as refused:
+        infer(project, GENERATIVE, data_path=project / "dta" / "split.parquet")
+    assert refused.value.where == "data_path"
+    assert f"does not exist; there is no folder {project / 'dta'}" in refused.value.problem
+
+
+def test_a_missing_last_split_of_the_metadata_is_blamed_on_the_metadata(project: Path, tmp_path: Path):
+    metadata = json.loads(METADATA.read_text())
+    metadata["split_paths"][-1] = "gone/events-split2.parquet"
+    moved = tmp_path / "metadata.json"
+    moved.write_text(json.dumps(metadata))
+    config = {"project_root": str(project), "model_path": f"models/{GENERATIVE}", "metadata_config_path": str(moved)}
+    with pytest.raises(UserError) as refused:
+        run_inference(write_yaml(project / "configs" / "derived.yaml", config))
+    assert refused.value.where == f"the last of split_paths in {moved}"
+    assert refused.value.problem.startswith(f"{project / 'gone' / 'events-split2.parquet'} does not exist")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,10 +16,10 @@ from infer_helpers import GENERATIVE, METADATA, export_all, infer
 from reference_helpers import REFERENCE_PARQUET, preprocess_reference
 
 from sequifier.config.errors import UserError
+from sequifier.data.csv_meanings import meanings_file
 from sequifier.data.fingerprint import (
     check_same_meanings,
     meanings_fingerprint,
-    meanings_sidecar,
     split_column_kinds,
     split_column_meanings,
     split_fingerprint,
@@ -92,7 +94,7 @@ def _csv_split_of_another_run(root: Path, monkeypatch) -> Path:
 
 def test_a_csv_split_records_its_meanings_beside_it_and_one_of_another_run_is_refused(tmp_path, monkeypatch):
     other = _csv_split_of_another_run(tmp_path / "other", monkeypatch)
-    assert meanings_sidecar(other).is_file()
+    assert meanings_file(other).is_file()
     export_all(tmp_path / "project")
     with pytest.raises(UserError, match="was written by a preprocess run whose categories or statistics differ"):
         infer(tmp_path / "project", GENERATIVE, data_path=other, metadata_config_path=str(METADATA))
@@ -102,10 +104,52 @@ def test_a_csv_split_records_its_meanings_beside_it_and_one_of_another_run_is_re
 
 def test_a_csv_split_rewritten_by_another_writer_is_read_without_its_recorded_meanings(tmp_path, monkeypatch):
     split = _csv_split_of_another_run(tmp_path, monkeypatch)
-    rows = pyarrow_csv.read_csv(split)
-    pyarrow_csv.write_csv(rows.slice(0, rows.num_rows // 2), split)  # as another writer leaves it
-    assert split.stat().st_size != json.loads(meanings_sidecar(split).read_text())["split_bytes"]
+    text = split.read_bytes()
+    changed = text.replace(b"1", b"2", 1)  # other bytes, the same size
+    assert len(changed) == len(text) and changed != text
+    split.write_bytes(changed)
     assert split_fingerprint(split) is None and split_column_meanings(split) is None
+    split.write_bytes(text)
+    assert split_fingerprint(split) is not None
+
+
+def test_a_csv_split_is_checked_whatever_its_suffixs_case_and_through_a_link(tmp_path, monkeypatch):
+    other = _csv_split_of_another_run(tmp_path / "other", monkeypatch)
+    upper = tmp_path / "copies" / "SPLIT.CSV"
+    upper.parent.mkdir()
+    upper.write_bytes(other.read_bytes())
+    meanings_file(upper).write_bytes(meanings_file(other).read_bytes())
+    linked = tmp_path / "links" / "split.csv"
+    linked.parent.mkdir()
+    linked.symlink_to(other)
+    export_all(tmp_path / "project")
+    for path in (upper, linked):
+        with pytest.raises(UserError, match="was written by a preprocess run whose categories or statistics differ"):
+            infer(tmp_path / "project", GENERATIVE, data_path=path, metadata_config_path=str(METADATA))
+
+
+def test_a_record_beside_a_csv_split_that_is_no_regular_file_is_not_read(tmp_path, monkeypatch):
+    split = _csv_split_of_another_run(tmp_path, monkeypatch)
+    meanings_file(split).unlink()
+    os.mkfifo(meanings_file(split))  # reading it would wait for a writer for ever
+    assert split_fingerprint(split) is None
+    meanings_file(split).unlink()
+    meanings_file(split).symlink_to("/dev/zero")  # reading it would never end
+    assert split_fingerprint(split) is None
+
+
+def test_a_csv_split_widened_since_preprocess_is_refused(tmp_path, monkeypatch):
+    preprocess_reference(tmp_path, monkeypatch, write_format="csv", metadata_config_path=str(METADATA))
+    split = tmp_path / "data" / "events-split2.csv"
+    rows = pyarrow_csv.read_csv(split)
+    widened = rows.add_column(0, "17", pa.array([0.0] * rows.num_rows))  # a value column before "16"
+    pyarrow_csv.write_csv(widened, split)
+    record = json.loads(meanings_file(split).read_text())
+    record["split_sha256"] = hashlib.sha256(split.read_bytes()).hexdigest()  # as if the record were rewritten too
+    meanings_file(split).write_text(json.dumps(record))
+    export_all(tmp_path / "project")
+    with pytest.raises(UserError, match="but was written with window_length 17: value columns were added or removed"):
+        infer(tmp_path / "project", GENERATIVE, data_path=split)
 
 
 def test_a_folder_where_a_csv_splits_meanings_go_is_refused_before_any_work(tmp_path, monkeypatch):
@@ -134,3 +178,11 @@ def test_a_split_of_a_run_with_other_columns_is_refused_naming_the_columns(tmp_p
         check_same_meanings(split, read_metadata(METADATA), METADATA)
     assert refused.value.where == str(split)
     assert "was written by a preprocess run with other columns (event) than" in refused.value.problem
+
+
+def test_a_split_whose_column_changed_kind_is_refused_naming_it(tmp_path, monkeypatch):
+    preprocess_reference(tmp_path / "other", monkeypatch, categorical_columns=["amount"])
+    split = tmp_path / "other" / "data" / "events-split2.parquet"
+    with pytest.raises(UserError) as refused:
+        check_same_meanings(split, read_metadata(METADATA), METADATA)
+    assert refused.value.problem.startswith(f"holds 'amount' as a categorical column, but {METADATA} has it as a real")

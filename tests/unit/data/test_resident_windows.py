@@ -87,3 +87,13 @@ def test_ids_that_do_not_fit_the_narrow_dtype_are_refused_not_wrapped():
         materialized(np.array([[3, 40000]]), np.dtype(np.int16), "shard.pt")
     kept = np.array([[3, 4]], dtype=np.int16)
     assert materialized(kept, np.dtype(np.int16), "shard.pt") is kept
+
+
+def test_reals_beyond_float32_are_refused_not_made_infinite():
+    with pytest.raises(UserError) as refused:
+        materialized(np.array([[1.0, 1.7e150]]), np.dtype(np.float32), "split.parquet: column 'x'")
+    assert refused.value.where == "split.parquet: column 'x'"
+    assert refused.value.problem.startswith("holds 1.7e+150, beyond the float32 range the model computes in")
+    assert "normalize_real_columns: true" in refused.value.problem
+    within = materialized(np.array([[1.0, 3e38, np.nan]]), np.dtype(np.float32), "split.parquet: column 'x'")
+    assert within.dtype == np.float32 and np.isfinite(within[0, :2]).all()

@@ -1,9 +1,14 @@
-"""Choosing target values (argmax or seeded sampling) and autoregressive generation, with a fake model."""
+"""Choosing target values (argmax or seeded sampling) and autoregressive generation, with a fake model; the
+positions generated items are labelled with."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
+from sequifier.config.errors import UserError
+from sequifier.data.stored_windows import StoredWindows
+from sequifier.infer.checks import check_generated_positions
 from sequifier.infer.generation import Chooser, generate, run_batched, shift_in
 
 CONTRACT = {
@@ -82,3 +87,25 @@ def test_generating_k_steps_equals_k_single_steps():
         np.testing.assert_array_equal(values["event"][:, step], single["event"][:, 0])
         np.testing.assert_allclose(values["amount"][:, step], single["amount"][:, 0])
         inputs, padding = shift_in(inputs, padding, single)
+
+
+def _windows_starting_at(starts: list[int], width: int = 5) -> StoredWindows:
+    n = len(starts)
+    first = np.array(starts, dtype=np.int64)
+    return StoredWindows(
+        {"event": np.full((n, width), 3.0)}, np.arange(n), np.zeros(n, np.int64), first,
+        np.zeros(n, np.int64), first, first + width,
+    )  # fmt: skip
+
+
+def test_generated_items_must_have_positions_int64_can_label():
+    largest = int(np.iinfo(np.int64).max)
+    stored = _windows_starting_at([0, largest - 14])  # the second window ends at largest - 10
+    check_generated_positions(stored, 10)
+    with pytest.raises(UserError) as refused:
+        check_generated_positions(stored, 11)
+    assert refused.value.where == "generation_steps"
+    assert f"ending at itemPosition {largest - 10} would be labelled beyond the largest itemPosition" in str(
+        refused.value
+    )
+    assert "at most 10 fit this split" in refused.value.problem

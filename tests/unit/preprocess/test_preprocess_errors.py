@@ -895,3 +895,31 @@ def test_a_project_root_that_does_not_exist_is_left_not_existing(tmp_path, monke
     with pytest.raises(UserError, match="data file or folder not found"):
         run_preprocess(load_preprocess_config(config))
     assert sorted(p.name for p in tmp_path.iterdir()) == ["preprocess.yaml"]
+
+
+@pytest.mark.parametrize(
+    "changes, where",
+    [
+        ({}, "{root}/projcet/data/events.parquet"),
+        ({"metadata_config_path": "configs/metadata_configs/events.json"}, "metadata_config_path"),
+    ],
+)
+def test_a_misspelt_project_root_is_named_and_not_created(changes, where, tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, {"project_root": "projcet", **changes}, {DATA: good_table()}, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        run_preprocess(load_preprocess_config(config_path))
+    assert error.value.where == where.format(root=tmp_path)
+    assert error.value.problem.endswith(f"; there is no folder {tmp_path / 'projcet'}") or (
+        f"; there is no folder {tmp_path / 'projcet'}" in error.value.problem
+    )
+    assert not (tmp_path / "projcet").exists()
+
+
+def test_a_type_conflict_between_parquet_files_gives_no_csv_hint(tmp_path, monkeypatch):
+    files = two_files(with_column(good_table(1, 5), "event", list(range(12))))
+    config_path = build_project(tmp_path, FOLDER, files, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        run_preprocess(load_preprocess_config(config_path))
+    assert error.value.problem.endswith(f"in {tmp_path}/data/parts/b.parquet")

@@ -424,6 +424,8 @@ def test_n_cores_beyond_the_usable_cpus_runs_on_those_cpus(tmp_path, monkeypatch
     )
     metadata = preprocess(tmp_path, monkeypatch, "data/events.parquet", n_cores=10**6)
     cpus = usable_cpus()
-    assert f"n_cores 1000000 is more than the {cpus} CPUs this process may use; using {cpus}" in capsys.readouterr().err
+    assert (
+        f"n_cores 1000000 is more than the CPUs this process may use ({cpus}); using {cpus}" in capsys.readouterr().err
+    )
     assert started_workers and set(started_workers) == {cpus}
     assert_matches_reference(tmp_path, metadata, reference_splits)
