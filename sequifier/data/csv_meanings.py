@@ -2,9 +2,9 @@
 
 CSV has no place for metadata, so preprocess writes `<split>.csv.meanings.json` beside each merged CSV split: the
 fingerprint of its meanings, one digest per column, each column's kind and the window length, with the SHA-256 of
-the split's bytes. A record is only believed for the bytes it was written with: a split rewritten by another writer,
-or one whose record is missing, damaged or no regular file, is read as a split without one. A split reached through
-a link is looked up beside the file the link points to.
+the split's bytes. A record is only believed for the bytes it was written with: a split rewritten by another writer
+(which a note says), or one whose record is missing, damaged or no regular file, is read as a split without one.
+A split reached through a link is looked up beside the file the link points to.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import stat
+import sys
 from pathlib import Path
 
 SUFFIX = ".meanings.json"
@@ -55,9 +56,17 @@ def _version(status: os.stat_result) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=8)
 def _record(target: str, split_version: tuple, record_version: tuple) -> dict | None:
     """The record beside `target` if it holds for the file's bytes (cached per version of both files)."""
+    path = meanings_file(Path(target))
     try:
-        record = json.loads(meanings_file(Path(target)).read_text(encoding="utf-8"))
-        if not isinstance(record, dict) or record.get(SPLIT_SHA256) != _sha256(Path(target)):
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(record, dict):
+            return None
+        if record.get(SPLIT_SHA256) != _sha256(Path(target)):
+            print(
+                f"note: {target} is not the file {path.name} beside it was written for (edited or replaced since), "
+                "so its recorded meanings are not checked",
+                file=sys.stderr,
+            )
             return None
     except (OSError, ValueError):
         return None

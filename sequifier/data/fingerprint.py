@@ -17,7 +17,8 @@ from pathlib import Path
 
 from sequifier.config.errors import UserError
 from sequifier.data.csv_meanings import recorded_beside
-from sequifier.data.metadata import DatasetMetadata
+from sequifier.data.folder_metadata import read_folder_metadata
+from sequifier.data.metadata import DatasetMetadata, metadata_from_dict
 
 KEY = b"sequifier.meanings"
 COLUMNS_KEY = b"sequifier.column_meanings"
@@ -132,3 +133,30 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
         f"was written by a preprocess run whose categories or statistics differ from {metadata_path}'s; use the "
         "metadata of the run that wrote it, or preprocess again",
     )
+
+
+def folder_fingerprint(described: dict, folder: Path) -> str | None:
+    """The fingerprint of the meanings a shard folder's metadata.json describes; None where it describes none."""
+    try:
+        return meanings_fingerprint(metadata_from_dict({"split_paths": [], **described}, where=str(folder)))
+    except (UserError, KeyError, TypeError, ValueError):
+        return None  # reading the folder's metadata for its meanings reports what is wrong with it
+
+
+def foreign_shard(shard: Path) -> UserError:
+    return UserError(
+        str(shard),
+        f"was written by another preprocess run than the rest of {shard.parent} (its metadata.json): its categories "
+        "or statistics differ; preprocess the split again rather than mixing shards of two runs",
+    )
+
+
+def records_these_meanings(split: Path, metadata: DatasetMetadata) -> bool:
+    """Whether `split` (a merged file's record, or a shard folder's metadata.json) records exactly the meanings of
+    `metadata`: then it was preprocessed with them, whatever its window layout."""
+    split = Path(split)
+    if split.is_dir():
+        recorded = folder_fingerprint(read_folder_metadata(split), split)
+    else:
+        recorded = split_fingerprint(split)
+    return recorded is not None and recorded == meanings_fingerprint(metadata)

@@ -11,7 +11,8 @@ from typing import Collection, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, absent_file
+from sequifier.data.fingerprint import folder_fingerprint, foreign_shard, split_fingerprint
 from sequifier.data.folder_metadata import read_folder_metadata
 from sequifier.data.pt_shards import windows_from_pt
 from sequifier.data.stored_windows import StoredWindows, check_bookkeeping, concat_windows, filled_windows
@@ -61,16 +62,25 @@ def _shard_parts(
         if set(definition["columns"]) & set(wanted)
     }
     start, stop = window_range
+    meanings = folder_fingerprint(described, path)
     first = 0
     for entry in files:
         last = first + entry["samples"]
         if first < stop and last > start:
             shard = path / entry["path"]
+            if not shard.is_file():
+                raise UserError(
+                    str(shard),
+                    f"is listed in {path / 'metadata.json'} but {absent_file(shard)}; preprocess the split again",
+                )
             if shard.suffix == ".pt":
                 part = windows_from_pt(shard, wanted, dtypes, layouts)
             else:
                 from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV shards
 
+                recorded = split_fingerprint(shard)
+                if recorded is not None and meanings is not None and recorded != meanings:
+                    raise foreign_shard(shard)
                 part = windows_from_table(shard, wanted, dtypes)
             if len(part) != entry["samples"]:
                 raise UserError(

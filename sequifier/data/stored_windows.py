@@ -93,7 +93,8 @@ def check_window_length(windows: StoredWindows, path: Path, lengths: Sequence[in
         raise UserError(
             str(path),
             f"holds windows of {windows.width} items, but {metadata_path} describes windows of {lengths[0]} "
-            "(window_length): the split and the metadata come from different preprocess runs; preprocess again",
+            "(window_length): the split and the metadata come from different preprocess runs; give the metadata "
+            "written with the split, or preprocess it again with this one",
         )
 
 

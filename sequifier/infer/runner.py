@@ -21,7 +21,7 @@ import numpy as np
 from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder, os_problem
 from sequifier.config.infer import InferConfig, load_infer_config, metadata_path_of_preprocessing, notices
-from sequifier.data.fingerprint import check_same_meanings
+from sequifier.data.fingerprint import check_same_meanings, records_these_meanings
 from sequifier.data.folder_metadata import FOLDER_METADATA, folder_meanings
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored_windows import StoredWindows, check_window_length
@@ -56,6 +56,8 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
     if not matches:
         fixed = Path(*itertools.takewhile(lambda part: not glob.has_magic(part), Path(full).parts))
         folder = missing_folder(fixed / "pattern")
+        if not folder and fixed.is_file():
+            folder = f"; {fixed} is a file, not a folder"
         fix = "give a pattern under a folder that exists" if folder else "train a model first"
         raise UserError("model_path", f"no model file matches {full}{folder}; {fix}")
     if not_utf8(matches[-1]):
@@ -105,10 +107,9 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
         patterns = (route.default_model_path(config.model_type),)
     files = [resolve_model_path(project_root, p) for p in patterns]
     stems = [f.stem for f in files]
-    if len(set(stems)) < len(stems):
-        raise UserError(
-            "model_path", f"models {[f.name for f in files]} would write to the same output folder (same file stem)"
-        )
+    colliding = [f.name for f in files if stems.count(f.stem) > 1]
+    if colliding:
+        raise UserError("model_path", f"models {colliding} would write to the same output folder (same file stem)")
     metadata_path = route.metadata_path if route else None
     if config.preprocessing_data_path:
         metadata_path = metadata_path_of_preprocessing(project_root, config.preprocessing_data_path)
@@ -287,7 +288,9 @@ def run_inference(
     split = open_split(sources.data_path, contracts[0][1], config.read_format, sources.data_named_by)
     for _, contract in contracts:
         checks.check_generation_fits(config, len(split), WINDOWS_PER_PART, contract)
-    lengths = (metadata.window_length, *metadata.window_lengths) if sources.metadata_path else ()
+    lengths = ()
+    if sources.metadata_path and not records_these_meanings(sources.data_path, metadata):
+        lengths = (metadata.window_length, *metadata.window_lengths)  # else other windows of the same meanings
 
     def check(part: StoredWindows) -> None:
         if lengths:

@@ -13,6 +13,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.data.csv_meanings import meanings_file, write_meanings_file
+from sequifier.data.fingerprint import KEY as MEANINGS_KEY
 from sequifier.data.folder_metadata import FOLDER_METADATA
 from sequifier.data.pt_shards import pt_payload
 from sequifier.data.stored_tables import WINDOW_LENGTH_KEY, stored_schema, windows_to_table
@@ -107,7 +108,10 @@ def _write_shard(form: OutputForm, split: int, name: str, windows: StoredWindows
 
         torch.save(pt_payload(windows, form.column_types), folder / name)
     else:
-        pq.write_table(windows_to_table(windows, list(form.column_types)), folder / name, write_page_checksum=True)
+        table = windows_to_table(windows, list(form.column_types))
+        if meanings := (form.recorded_meanings or {}).get(MEANINGS_KEY):
+            table = table.replace_schema_metadata({**table.schema.metadata, MEANINGS_KEY: meanings})
+        pq.write_table(table, folder / name, write_page_checksum=True)
     histogram = _first_seen_histogram(windows.left_pad_lengths)
     return {
         "path": name,

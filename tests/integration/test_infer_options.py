@@ -77,8 +77,13 @@ def test_several_models_and_a_glob_that_picks_the_newest(project: Path):
     np.testing.assert_array_equal(_predictions(project)["event"], _predictions(project, "old-last-2.onnx")["event"])
     with pytest.raises(UserError, match="no model file matches"):
         infer(project, "missing-*.onnx")
-    with pytest.raises(UserError, match="same output folder"):
-        infer(project, GENERATIVE, model_path=[f"models/{GENERATIVE}", "models/tiny-last-1.pt"])
+    with pytest.raises(UserError) as refused:
+        infer(
+            project, GENERATIVE, model_path=["models/old-last-1.onnx", f"models/{GENERATIVE}", "models/tiny-last-1.pt"]
+        )
+    assert refused.value.problem == (
+        f"models ['{GENERATIVE}', 'tiny-last-1.pt'] would write to the same output folder (same file stem)"
+    )  # only the models that collide
 
 
 @pytest.mark.parametrize(
@@ -220,6 +225,11 @@ def test_a_missing_folder_on_the_way_to_a_model_or_split_is_named(project: Path,
     assert refused.value.where == "model_path"
     missing = project / "models" / ".." / "modles"
     assert f"; there is no folder {missing}; give a pattern under a folder that exists" in refused.value.problem
+    with pytest.raises(UserError) as refused:
+        infer(project, f"{GENERATIVE}/x*")
+    assert refused.value.problem.endswith(
+        f"; {project / 'models' / GENERATIVE} is a file, not a folder; give a pattern under a folder that exists"
+    )
     with pytest.raises(UserError) as refused:
         infer(project, GENERATIVE, data_path=project / "dta" / "split.parquet")
     assert refused.value.where == "data_path"

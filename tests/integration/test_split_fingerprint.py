@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pyarrow as pa
@@ -25,6 +26,7 @@ from sequifier.data.fingerprint import (
     split_fingerprint,
 )
 from sequifier.data.metadata import read_metadata
+from sequifier.data.stored import load_split
 
 
 def _preprocessed(root: Path, monkeypatch, scale: float = 1.0) -> Path:
@@ -102,13 +104,15 @@ def test_a_csv_split_records_its_meanings_beside_it_and_one_of_another_run_is_re
         infer(tmp_path / "project", GENERATIVE, data_path=other)
 
 
-def test_a_csv_split_rewritten_by_another_writer_is_read_without_its_recorded_meanings(tmp_path, monkeypatch):
+def test_a_csv_split_rewritten_by_another_writer_is_read_without_its_recorded_meanings(tmp_path, monkeypatch, capsys):
     split = _csv_split_of_another_run(tmp_path, monkeypatch)
     text = split.read_bytes()
     changed = text.replace(b"1", b"2", 1)  # other bytes, the same size
     assert len(changed) == len(text) and changed != text
     split.write_bytes(changed)
     assert split_fingerprint(split) is None and split_column_meanings(split) is None
+    noted = capsys.readouterr().err
+    assert f"note: {split} is not the file events-split2.csv.meanings.json beside it was written for" in noted
     split.write_bytes(text)
     assert split_fingerprint(split) is not None
 
@@ -186,3 +190,23 @@ def test_a_split_whose_column_changed_kind_is_refused_naming_it(tmp_path, monkey
     with pytest.raises(UserError) as refused:
         check_same_meanings(split, read_metadata(METADATA), METADATA)
     assert refused.value.problem.startswith(f"holds 'amount' as a categorical column, but {METADATA} has it as a real")
+
+
+def test_a_parquet_shard_of_another_run_in_a_folder_is_refused(tmp_path, monkeypatch):
+    sharded = {"merge_output": False, "write_format": "parquet", "n_cores": 2}
+    preprocess_reference(tmp_path / "one", monkeypatch, **sharded)
+    table = pq.read_table(REFERENCE_PARQUET)
+    amounts = pa.compute.multiply(table.column("amount").cast(pa.float64()), 3.0)
+    changed = tmp_path / "input" / REFERENCE_PARQUET.name
+    changed.parent.mkdir()
+    pq.write_table(table.set_column(table.schema.get_field_index("amount"), "amount", amounts), changed)
+    preprocess_reference(tmp_path / "other", monkeypatch, data_file=changed, **sharded)
+    folder = tmp_path / "one" / "data" / "events-split2"
+    shards = sorted(folder.glob("*.parquet"))
+    assert len(shards) == 2
+    assert len(load_split(folder, ["event", "amount"], {"event"})) > 0  # its own shards agree with its metadata
+    shutil.copy(tmp_path / "other" / "data" / "events-split2" / shards[1].name, shards[1])
+    with pytest.raises(UserError) as refused:
+        load_split(folder, ["event", "amount"], {"event"})
+    assert refused.value.where == str(shards[1])
+    assert "was written by another preprocess run than the rest of" in refused.value.problem

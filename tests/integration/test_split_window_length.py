@@ -9,6 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 from conftest import run_sequifier, tiny_train_config, write_yaml
 from infer_helpers import GENERATIVE, METADATA, SPLIT, export_all, infer
+from reference_helpers import preprocess_reference
 
 from sequifier.config.errors import UserError
 from sequifier.data.stored_tables import WINDOW_LENGTH_KEY
@@ -39,3 +40,11 @@ def test_infer_refuses_a_split_shorter_than_its_metadata_says(tmp_path: Path):
     with pytest.raises(UserError) as refused:
         infer(tmp_path, GENERATIVE, split, metadata_config_path=str(METADATA))
     assert refused.value.where == str(split) and "describes windows of 17" in refused.value.problem
+
+
+def test_infer_reads_longer_windows_preprocessed_with_the_training_metadata(tmp_path: Path, monkeypatch):
+    export_all(tmp_path / "project")
+    preprocess_reference(tmp_path / "new", monkeypatch, metadata_config_path=str(METADATA), window_length=21)
+    split = tmp_path / "new" / "data" / "events-split2.parquet"
+    assert sum(name.isdigit() for name in pq.read_table(split).column_names) == 21
+    assert infer(tmp_path / "project", GENERATIVE, split, metadata_config_path=str(METADATA))

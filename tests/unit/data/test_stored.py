@@ -295,3 +295,16 @@ def test_value_columns_added_or_removed_after_writing_are_refused(tmp_path, chan
 def test_a_split_path_that_is_no_regular_file_is_named_as_such():
     with pytest.raises(UserError, match="/dev/null: is not a regular file; give a split file or a shard folder"):
         load_split(Path("/dev/null"), ["event"], {"event"})
+
+
+def test_a_shard_listed_but_missing_is_named(tmp_path):
+    folder = tmp_path / "events_pt-split0"
+    shutil.copytree(pt_folder(0), folder)
+    shard = folder / json.loads((folder / "metadata.json").read_text())["batch_files"][1]["path"]
+    shard.unlink()
+    with pytest.raises(UserError) as error:
+        load_split(folder, ["event"], METADATA.categorical_columns)
+    assert error.value.where == str(shard)
+    assert (
+        error.value.problem == f"is listed in {folder / 'metadata.json'} but does not exist; preprocess the split again"
+    )
