@@ -26,9 +26,21 @@ def _given(value: str) -> str:
     return value
 
 
+class _Once(argparse.Action):
+    """Stores a flag's value, refusing the flag given twice (one of its values would silently win)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = vars(namespace).setdefault("_flags_given", set())
+        if self.dest in given:
+            parser.error(f"{option_string} is given twice; give it once")
+        given.add(self.dest)
+        setattr(namespace, self.dest, values)
+
+
 def _config_path(parser: argparse.ArgumentParser, command: str) -> None:
     parser.add_argument(
         "--config-path",
+        action=_Once,
         type=lambda value: Path(_given(value)),
         default=Path(f"configs/{command}.yaml"),
         help=f"YAML config file (default: configs/{command}.yaml)",
@@ -52,8 +64,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     preprocess = commands.add_parser("preprocess", help="turn a CSV/Parquet table into stored training windows")
     _config_path(preprocess, "preprocess")
-    preprocess.add_argument("--data-path", type=_given, help="input file or folder, overriding preprocessing_data_path")
-    preprocess.add_argument("--selected-columns", help="comma-separated columns to keep, overriding selected_columns")
+    preprocess.add_argument(
+        "--data-path", action=_Once, type=_given, help="input file or folder, overriding preprocessing_data_path"
+    )
+    preprocess.add_argument(
+        "--selected-columns", action=_Once, help="comma-separated columns to keep, overriding selected_columns"
+    )
     preprocess.add_argument(
         "--randomize",
         action="store_true",
@@ -68,8 +84,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(+path=value adds a field, ~path removes one); -m sweeps comma-separated values.",
     )
     _config_path(train, "train")
-    train.add_argument("--model-name", type=_given, help="override model_name")
-    train.add_argument("--seed", type=int, help="override seed")
+    train.add_argument("--model-name", action=_Once, type=_given, help="override model_name")
+    train.add_argument("--seed", action=_Once, type=int, help="override seed")
     train.add_argument(
         "--profile",
         action="store_true",
@@ -91,16 +107,23 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="run every combination of comma-separated override values as its own job",
     )
-    train.add_argument("--cfg", choices=["job"], help="print the expanded canonical config and exit")
+    train.add_argument("--cfg", action=_Once, choices=["job"], help="print the expanded canonical config and exit")
 
     infer = commands.add_parser("infer", help="run an exported model over preprocessed data")
     _config_path(infer, "infer")
-    infer.add_argument("--data-path", type=_given, help="preprocessed split to infer on, overriding data_path")
     infer.add_argument(
-        "--model-path", type=_given, help="model file (.onnx or .pt; a glob picks the newest), overriding model_path"
+        "--data-path", action=_Once, type=_given, help="preprocessed split to infer on, overriding data_path"
+    )
+    infer.add_argument(
+        "--model-path",
+        action=_Once,
+        type=_given,
+        help="model file (.onnx or .pt; a glob picks the newest), overriding model_path",
     )
     seeding = infer.add_mutually_exclusive_group()
-    seeding.add_argument("--seed", type=int, help="seed of sampling and inference-time dropout, overriding seed")
+    seeding.add_argument(
+        "--seed", action=_Once, type=int, help="seed of sampling and inference-time dropout, overriding seed"
+    )
     seeding.add_argument(
         "--randomize", action="store_true", help="draw a fresh seed (printed) instead of the configured one"
     )

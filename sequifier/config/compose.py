@@ -309,6 +309,10 @@ def _missing_field(walked: list[str], part: str, node: dict, override: str) -> s
         return f"is not in the config file, which writes {spelled} instead: override that spelling"
     suggestion = did_you_mean(part, [str(k) for k in node])
     known = section_fields(walked)
+    group = "/".join([*walked, part])
+    if group in config_groups():
+        value = override.partition("=")[2]
+        return f"is a preset group, not a field: choose a preset with {group}={value or '<preset>'}"
     if known is not None and part not in known and part not in ALTERNATIVE_SPELLINGS.get(section, ()):
         elsewhere = [
             f"{top}.{part}"

@@ -148,7 +148,10 @@ def _text_hint(hint: Any, value: Any) -> str:
         readable = re.fullmatch(r"\s*[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?\s*", value) is not None
     if not readable:
         return ""
-    return " (text, as an interpolation such as ${oc.env:...} gives it: wrap it in ${oc.decode:...} to read its value)"
+    return (
+        " (text: write it without quotes; a value an interpolation such as ${oc.env:...} gives is text too: wrap it "
+        "in ${oc.decode:...} to read its value)"
+    )
 
 
 def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, metadata: Mapping) -> Any:

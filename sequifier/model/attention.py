@@ -73,6 +73,8 @@ class SelfAttention(nn.Module):
         qk, v = qkv.split((heads + kv_heads, kv_heads), dim=2)  # one concatenation in backward, not two fills
         if self.rotary is not None:
             qk = self.rotary(qk)  # queries and keys in one pass, in the projection's layout
+            if qk.dtype != v.dtype and not torch.is_autocast_enabled(x.device.type):
+                qk = qk.to(v.dtype)  # low-precision parameters (FSDP's bf16 compute) compute in their dtype
         q, k = (t.transpose(1, 2) for t in qk.split((heads, kv_heads), dim=2))
         v = v.transpose(1, 2)
         if queries is not None:

@@ -61,6 +61,10 @@ CASES = [
         ["global_training.epochs: unknown field (did you mean training_plan.epochs?)"],
     ),
     (
+        _train_with("global_training.precision=fp32"),
+        ["global_training.precision: is a preset group, not a field", "with global_training/precision=fp32"],
+    ),
+    (
         _train_with("training_plan.phases[0].epochs=2"),
         ["training_plan.phases: is not in the config file, which writes training_plan.epochs instead"],
     ),

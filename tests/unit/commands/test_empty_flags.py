@@ -1,4 +1,5 @@
-"""Flags: an empty value is refused by the parser (exit 2), not taken as the config's; --debug keeps exit 2."""
+"""Flags: an empty value is refused by the parser (exit 2), not taken as the config's, and so is a flag given twice;
+--debug keeps exit 2."""
 
 from __future__ import annotations
 
@@ -77,3 +78,19 @@ def test_make_refuses_a_project_whose_path_holds_an_interpolation(tmp_path, monk
 def test_plot_says_a_folder_that_does_not_exist_does_not_exist(tmp_path, capsys):
     assert cli.main(["plot", str(tmp_path / "absent")]) == 2
     assert f"{tmp_path / 'absent'}: does not exist; pass a logs/<model> folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["train", "--seed", "1", "--seed", "2", "--cfg", "job"], "--seed"),
+        (["train", "--config-path", "a.yaml", "--config-path", "b.yaml"], "--config-path"),
+        (["infer", "--model-path", "a.onnx", "--model-path", "b.onnx"], "--model-path"),
+        (["preprocess", "--data-path", "a.csv", "--data-path", "b.csv"], "--data-path"),
+    ],
+)
+def test_a_flag_given_twice_is_refused_rather_than_one_value_winning(argv, flag, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    assert f"sequifier {argv[0]}: error: {flag} is given twice; give it once" in capsys.readouterr().err

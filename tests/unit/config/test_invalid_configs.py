@@ -1268,7 +1268,7 @@ VALIDATION_ROWS = [
         "an-integer-as-text",
         {"global_training.inference_batch_size": "33"},
         "global_training.inference_batch_size",
-        "got '33' (text, as an interpolation such as ${oc.env:...} gives it: wrap it in ${oc.decode:...}",
+        "got '33' (text: write it without quotes; a value an interpolation such as ${oc.env:...} gives is text too",
     ),
     pytest.param(
         "singleton",

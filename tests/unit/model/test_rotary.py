@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from sequifier.model import positions
+from sequifier.model.attention import SelfAttention
 from sequifier.model.positions import RotaryEmbedding, RotationFunction
 
 HEAD_DIM, LENGTH = 8, 12
@@ -141,3 +142,18 @@ class ProjectedRotation(torch.nn.Module):
 def test_onnx_export_records_the_plain_rotation(monkeypatch, mode):
     forbid_function(monkeypatch)
     torch.onnx.export(ProjectedRotation(), (torch.randn(2, LENGTH, 16),), io.BytesIO(), dynamo=False, training=mode)
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_attention_with_bf16_parameters_and_rope_computes_in_bf16_without_autocast(training):
+    """FSDP's bf16 compute (layer_autocast) gives the layers bf16 parameters and inputs, with no autocast."""
+    torch.manual_seed(0)
+    attention = SelfAttention(32, 4, 4, True, 0.1, RotaryEmbedding(8, 16, 10000.0)).train(training)
+    for parameter in attention.parameters():  # as FSDP casts them: parameters only, the rotation's tables stay float32
+        parameter.data = parameter.data.to(torch.bfloat16)
+    x = torch.randn(2, 16, 32, dtype=torch.bfloat16, requires_grad=True)
+    out = attention(x, None)
+    assert out.dtype == torch.bfloat16 and torch.isfinite(out.float()).all()
+    if training:
+        out.float().sum().backward()
+        assert x.grad is not None and x.grad.dtype == torch.bfloat16
