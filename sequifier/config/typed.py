@@ -72,7 +72,9 @@ class ConfigProblems(UserError):
 def build(cls: type, data: Any, path: str, problems: ProblemList) -> Any:
     """Build dataclass `cls` from `data`; None when `data` is unusable (problems recorded)."""
     if not isinstance(data, Mapping):
-        problems.add(path or "<top level>", f"expected a mapping of fields, got {_show(data)}")
+        chosen = [f.name for f in dataclasses.fields(cls) if data in f.metadata.get("choices", ())]
+        meant = f" (did you mean {path}.{chosen[0]}: {data}?)" if chosen and path else ""
+        problems.add(path or "<top level>", f"expected a mapping of fields, got {_show(data)}{meant}")
         return None
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}

@@ -65,6 +65,10 @@ CASES = [
         ["global_training.precision: is a preset group, not a field", "with global_training/precision=fp32"],
     ),
     (
+        _train_with("global_training.resume=if_exists"),
+        ["global_training.resume: expected a mapping", "(did you mean global_training.resume.policy: if_exists?)"],
+    ),
+    (
         _train_with("training_plan.phases[0].epochs=2"),
         ["training_plan.phases: is not in the config file, which writes training_plan.epochs instead"],
     ),
