@@ -2,8 +2,9 @@
 
 CSV has no place for metadata, so preprocess writes `<split>.csv.meanings.json` beside each merged CSV split: the
 fingerprint of its meanings, one digest per column, each column's kind and the window length, with the SHA-256 of
-the split's bytes. A record is only believed for the bytes it was written with: a split rewritten by another writer
-(which a note says), or one whose record is missing, damaged or no regular file, is read as a split without one.
+the split's bytes. A record is only believed for the bytes it was written with: a split rewritten by another writer,
+or one whose record is missing, damaged or no regular file, is read as a split without one (a note says why, where
+the record is there).
 A split reached through a link is looked up beside the file the link points to.
 """
 
@@ -43,6 +44,7 @@ def recorded_beside(split: Path, key: bytes) -> str | None:
     except OSError:
         return None
     if not stat.S_ISREG(record_status.st_mode) or record_status.st_size > LARGEST_RECORD_BYTES:
+        _unchecked(target, "is no regular file of a record's size")
         return None
     record = _record(str(target), _version(split_status), _version(record_status))
     value = record.get(key.decode()) if record is not None else None
@@ -56,21 +58,24 @@ def _version(status: os.stat_result) -> tuple[int, int, int]:
 @functools.lru_cache(maxsize=8)
 def _record(target: str, split_version: tuple, record_version: tuple) -> dict | None:
     """The record beside `target` if it holds for the file's bytes (cached per version of both files)."""
-    path = meanings_file(Path(target))
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
+        record = json.loads(meanings_file(Path(target)).read_text(encoding="utf-8"))
         if not isinstance(record, dict):
+            _unchecked(Path(target), "holds no record (a JSON object)")
             return None
         if record.get(SPLIT_SHA256) != _sha256(Path(target)):
-            print(
-                f"note: {target} is not the file {path.name} beside it was written for (edited or replaced since), "
-                "so its recorded meanings are not checked",
-                file=sys.stderr,
-            )
+            _unchecked(Path(target), "was written for other bytes than the split's (edited or replaced since)")
             return None
-    except (OSError, ValueError):
+    except (OSError, ValueError) as error:
+        _unchecked(Path(target), f"cannot be read ({type(error).__name__})")
         return None
     return record
+
+
+@functools.lru_cache(maxsize=8)
+def _unchecked(split: Path, why: str) -> None:
+    """Say, once per split and reason, that the record beside a CSV split is not used."""
+    print(f"note: {meanings_file(split)} {why}, so the meanings it records are not checked", file=sys.stderr)
 
 
 def _sha256(path: Path) -> str:

@@ -112,7 +112,7 @@ def test_a_csv_split_rewritten_by_another_writer_is_read_without_its_recorded_me
     split.write_bytes(changed)
     assert split_fingerprint(split) is None and split_column_meanings(split) is None
     noted = capsys.readouterr().err
-    assert f"note: {split} is not the file events-split2.csv.meanings.json beside it was written for" in noted
+    assert f"note: {meanings_file(split)} was written for other bytes than the split's (edited or replaced" in noted
     split.write_bytes(text)
     assert split_fingerprint(split) is not None
 
@@ -132,7 +132,7 @@ def test_a_csv_split_is_checked_whatever_its_suffixs_case_and_through_a_link(tmp
             infer(tmp_path / "project", GENERATIVE, data_path=path, metadata_config_path=str(METADATA))
 
 
-def test_a_record_beside_a_csv_split_that_is_no_regular_file_is_not_read(tmp_path, monkeypatch):
+def test_a_record_beside_a_csv_split_that_is_no_regular_file_or_damaged_is_not_used(tmp_path, monkeypatch, capsys):
     split = _csv_split_of_another_run(tmp_path, monkeypatch)
     meanings_file(split).unlink()
     os.mkfifo(meanings_file(split))  # reading it would wait for a writer for ever
@@ -140,6 +140,11 @@ def test_a_record_beside_a_csv_split_that_is_no_regular_file_is_not_read(tmp_pat
     meanings_file(split).unlink()
     meanings_file(split).symlink_to("/dev/zero")  # reading it would never end
     assert split_fingerprint(split) is None
+    assert f"note: {meanings_file(split)} is no regular file of a record's size" in capsys.readouterr().err
+    meanings_file(split).unlink()
+    meanings_file(split).write_text('{"split_sha256": ')
+    assert split_fingerprint(split) is None
+    assert f"note: {meanings_file(split)} cannot be read (JSONDecodeError)" in capsys.readouterr().err
 
 
 def test_a_csv_split_widened_since_preprocess_is_refused(tmp_path, monkeypatch):
