@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.preprocess import PreprocessConfig
+from sequifier.data.csv_meanings import SUFFIX as MEANINGS_SUFFIX
 from sequifier.data.fingerprint import recorded_meanings
 from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
@@ -206,19 +207,16 @@ def _refuse_foreign_targets(config: PreprocessConfig, form: OutputForm) -> None:
         if problem is not None:
             raise UserError(str(target), f"{problem}; move it away (an output replaces what is there whole)")
         for name in form.companion_names(split):
-            companion = output_folder(config) / name
-            if os.path.lexists(companion) and (companion.is_symlink() or not companion.is_file()):
-                raise UserError(
-                    str(companion),
-                    "is a folder, link or other entry, not the meanings file of an earlier split; move it away "
-                    "(an output replaces what is there whole)",
-                )
-    metadata = metadata_path(config)
-    if os.path.lexists(metadata) and (metadata.is_symlink() or not metadata.is_file()):
+            _refuse_unless_file(output_folder(config) / name, "the meanings file of an earlier split")
+    _refuse_unless_file(metadata_path(config), "an earlier metadata file")
+
+
+def _refuse_unless_file(target: Path, earlier: str) -> None:
+    """A file an output replaces must be a plain file (what an earlier run wrote there), or nothing."""
+    if os.path.lexists(target) and (target.is_symlink() or not target.is_file()):
         raise UserError(
-            str(metadata),
-            "is a folder, link or other entry, not an earlier metadata file; move it away (an output replaces "
-            "what is there whole)",
+            str(target),
+            f"is a folder, link or other entry, not {earlier}; move it away (an output replaces what is there whole)",
         )
 
 
@@ -299,7 +297,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
 
 def _note_earlier_splits(folder: Path, data_name: str, written: set[str]) -> None:
     """Name the splits of earlier runs (more splits, another write_format) that stay beside this run's."""
-    pattern = re.compile(rf"{re.escape(data_name)}-split\d+(\.(parquet|csv|pt)(\.meanings\.json)?)?")
+    pattern = re.compile(rf"{re.escape(data_name)}-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?")
     earlier = sorted(
         entry.name for entry in folder.iterdir() if pattern.fullmatch(entry.name) and entry.name not in written
     )
