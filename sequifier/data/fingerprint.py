@@ -6,7 +6,7 @@ that a split of another preprocess run is refused instead of read with the wrong
 records one digest per column (its id map, or its statistics when normalized) and each column's kind (categorical
 or real), which infer compares with the model's contract. Splits without them (earlier releases, copied without
 the file beside) are read as before; a shard folder carries its whole metadata.json, which infer checks against
-the model.
+the model; each Parquet shard records the fingerprint too, and the metadata.json each PT shard's content digest.
 """
 
 from __future__ import annotations

@@ -32,6 +32,7 @@ FOLDER_KEY_ORDER = (
     "target_offset",
 )
 FOLDER_METADATA = "metadata.json"
+CONTENT_DIGEST = "content_digest"  # of a PT shard's batch_files entry, after 3.x's keys (pt_shards.content_digest)
 
 
 def folder_metadata_dict(split_index: int, metadata: DatasetMetadata, batch_files: list[dict]) -> dict:
@@ -59,7 +60,11 @@ def read_folder_metadata(folder: Path) -> dict:
     raw = read_json(path)
     files = raw.get("batch_files") if isinstance(raw, dict) else None
     if not isinstance(files, list) or not all(_is_batch_file(f) for f in files):
-        raise UserError(str(path), "batch_files must be a list of {path: file name in the folder, samples: count}")
+        raise UserError(
+            str(path),
+            "batch_files must be a list of {path: file name in the folder, samples: count}, with an optional "
+            f"{CONTENT_DIGEST} of text",
+        )
     names = [entry["path"] for entry in files]
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -82,6 +87,8 @@ def folder_meanings(folder: Path) -> DatasetMetadata:
 def _is_batch_file(entry: Any) -> bool:
     """A shard of the folder itself (a plain file name) with a sample count."""
     if not isinstance(entry, dict) or not is_int(entry.get("samples")) or entry["samples"] < 0:
+        return False
+    if not isinstance(entry.get(CONTENT_DIGEST, ""), str):
         return False
     name = entry.get("path")
     return isinstance(name, str) and name not in ("", ".", "..") and Path(name).name == name

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -57,10 +60,33 @@ def _check_pt_payload(payload: Any, wanted: list[str], path: Path, layouts: dict
             raise UserError(str(path), f"{attr} must be a tensor of one value per window")
 
 
+def content_digest(path: Path) -> str | None:
+    """SHA-256 of the CRC-32 and size of each part of a PT file's archive, from its index alone: what a shard folder's
+    metadata.json records of each PT shard (3.x reads only its own payload keys, so a shard cannot record its
+    meanings itself). None for a file that is no zip archive, which loading it reports."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            parts = [(info.filename.partition("/")[2], info.CRC, info.file_size) for info in archive.infolist()]
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return None
+    return hashlib.sha256(json.dumps(parts).encode("utf-8")).hexdigest()
+
+
 def windows_from_pt(
-    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], layouts: dict[str, dict]
+    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], layouts: dict[str, dict], digest: str | None
 ) -> StoredWindows:
-    """The windows of one PT shard, the `wanted` columns materialized as `dtypes`."""
+    """The windows of one PT shard, the `wanted` columns materialized as `dtypes`.
+
+    A shard whose content digest is not the `digest` its folder's metadata.json records is refused.
+    """
+    found = content_digest(path) if digest is not None else None
+    if found is not None and found != digest:
+        raise UserError(
+            str(path),
+            f"is not the shard {path.parent / 'metadata.json'} lists under this name: its contents differ from those "
+            "recorded when it was written (a shard of another preprocess run, or one changed since); preprocess "
+            "the split again rather than mixing shards",
+        )
     payload = load_weights_only(path, "PT shard")
     _check_pt_payload(payload, wanted, path, layouts)
     sequences = payload["sequences"]

@@ -13,7 +13,7 @@ import numpy as np
 
 from sequifier.config.errors import UserError, absent_file
 from sequifier.data.fingerprint import folder_fingerprint, foreign_shard, split_fingerprint
-from sequifier.data.folder_metadata import read_folder_metadata
+from sequifier.data.folder_metadata import CONTENT_DIGEST, read_folder_metadata
 from sequifier.data.pt_shards import windows_from_pt
 from sequifier.data.stored_windows import StoredWindows, check_bookkeeping, concat_windows, filled_windows
 
@@ -74,7 +74,7 @@ def _shard_parts(
                     f"is listed in {path / 'metadata.json'} but {absent_file(shard)}; preprocess the split again",
                 )
             if shard.suffix == ".pt":
-                part = windows_from_pt(shard, wanted, dtypes, layouts)
+                part = windows_from_pt(shard, wanted, dtypes, layouts, entry.get(CONTENT_DIGEST))
             else:
                 from sequifier.data.stored_tables import windows_from_table  # pyarrow only for Parquet/CSV shards
 

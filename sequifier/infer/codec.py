@@ -16,8 +16,9 @@ OTHER = "[other]"
 
 
 def category_names(column: dict[str, Any], special_token_ids: dict[str, int]) -> np.ndarray:
-    """Raw value of every id of a categorical column (special tokens by their names)."""
-    names = np.full(column["n_classes"], OTHER, dtype=object)
+    """Raw value of every id of a categorical column (special tokens by their names), and `[unused <id>]` for an
+    id that neither names (a static id map may leave ids unused): one distinct name per id."""
+    names = np.array([f"[unused {i}]" for i in range(column["n_classes"])], dtype=object)
     for name, i in special_token_ids.items():
         if i < len(names):
             names[i] = name
@@ -27,11 +28,9 @@ def category_names(column: dict[str, Any], special_token_ids: dict[str, int]) ->
 
 
 def class_column_names(column: dict[str, Any], special_token_ids: dict[str, int], class_ids: np.ndarray) -> list[str]:
-    """One distinct name per class id: its raw value or special token, or `[unused <id>]` for an id that neither
-    names (a static id map may leave ids unused), where category_names says `[other]` for all of them."""
-    named = set(column["id_map"].values()) | set(special_token_ids.values())
+    """The name of each class id, as predictions spell it."""
     names = category_names(column, special_token_ids)
-    return [str(names[i]) if int(i) in named else f"[unused {int(i)}]" for i in class_ids]
+    return [str(names[i]) for i in class_ids]
 
 
 def decode_values(

@@ -43,9 +43,14 @@ class CategoricalCodes:
 
     def encode(self, column: pa.ChunkedArray) -> np.ndarray:
         """int64 ids per row; missing values are [unknown]."""
-        positions = pc.index_in(column, value_set=self.values)
+        positions = pc.index_in(comparable(column), value_set=comparable(self.values))
         table = np.append(self.ids, UNKNOWN_ID)
         return table[pc.fill_null(positions, -1).to_numpy()]
+
+
+def comparable(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
+    """`values` in a type Arrow's sorting and lookups take: float16 (which they do not) widened exactly to float32."""
+    return values.cast(pa.float32()) if pa.types.is_float16(values.type) else values
 
 
 def value_names(values: pa.Array) -> list[str]:
@@ -54,6 +59,18 @@ def value_names(values: pa.Array) -> list[str]:
     if pa.types.is_float16(values.type) or pa.types.is_float32(values.type):
         return [str(value) for value in values.to_numpy(zero_copy_only=False)]
     return [str(value) for value in values.to_pylist()]
+
+
+def spelled_as_text(id_map: dict[str, int], inferred: pa.DataType) -> bool:
+    """Whether a map's values are spelled otherwise than values of the `inferred` type are (`007` for an integer,
+    `TRUE` for a boolean): it was made from a column read as text, so a csv column must be read as text to meet it."""
+    if pa.types.is_string(inferred) or pa.types.is_large_string(inferred) or pa.types.is_null(inferred):
+        return False
+    spellings = [name for name in id_map if name not in ID_MAP_RESERVED]
+    try:
+        return value_names(pa.array(spellings, pa.string()).cast(inferred)) != spellings
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return True
 
 
 def data_id_map(values: pa.Array) -> CategoricalMeaning:

@@ -14,8 +14,8 @@ import pyarrow.parquet as pq
 
 from sequifier.data.csv_meanings import meanings_file, write_meanings_file
 from sequifier.data.fingerprint import KEY as MEANINGS_KEY
-from sequifier.data.folder_metadata import FOLDER_METADATA
-from sequifier.data.pt_shards import pt_payload
+from sequifier.data.folder_metadata import CONTENT_DIGEST, FOLDER_METADATA
+from sequifier.data.pt_shards import content_digest, pt_payload
 from sequifier.data.stored_tables import WINDOW_LENGTH_KEY, stored_schema, windows_to_table
 from sequifier.data.stored_windows import StoredWindows
 
@@ -113,11 +113,13 @@ def _write_shard(form: OutputForm, split: int, name: str, windows: StoredWindows
             table = table.replace_schema_metadata({**table.schema.metadata, MEANINGS_KEY: meanings})
         pq.write_table(table, folder / name, write_page_checksum=True)
     histogram = _first_seen_histogram(windows.left_pad_lengths)
+    digest = {CONTENT_DIGEST: content_digest(folder / name)} if form.write_format == "pt" else {}
     return {
         "path": name,
         "samples": len(windows),
         "left_pad_length_histogram": histogram,
         "target_valid_from_histogram": dict(histogram),
+        **digest,
     }
 
 

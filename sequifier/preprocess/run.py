@@ -222,7 +222,7 @@ def _refuse_unless_file(target: Path, earlier: str) -> None:
 
 def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: Optional[ReusedMeaning]) -> Path:
     staged_metadata = staging.reserve_beside(metadata_path(config))
-    columns, source = plan_columns(config, open_source(config), reused)
+    columns, source = plan_columns(config, open_source(config, reused and reused.metadata.id_maps), reused)
     _check_static_maps(config, columns)
     scanning = Progress("preprocess scan", source.progress_total)
     scanned = scan(source, columns, config.window_length, scanning)

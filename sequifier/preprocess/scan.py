@@ -17,6 +17,7 @@ from sequifier.preprocess.checks import (
 )
 from sequifier.preprocess.columns import ColumnPlan
 from sequifier.preprocess.depth import ItemOrder
+from sequifier.preprocess.idmaps import comparable
 from sequifier.preprocess.sources import InputSource, iter_batches
 from sequifier.progress import Progress
 
@@ -88,7 +89,7 @@ class DistinctValues:
     def result(self) -> pa.Array:
         self._fold()
         distinct = self.chunks[0].drop_null()
-        return distinct.take(pc.array_sort_indices(distinct))
+        return distinct.take(pc.array_sort_indices(comparable(distinct)))
 
 
 def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress: Progress) -> ScanResult:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Iterator, Optional, Sequence
+from typing import Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +17,8 @@ from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line
+from sequifier.preprocess.idmaps import spelled_as_text
+from sequifier.preprocess.progress import log
 
 BATCH_ROWS = 1 << 16
 PARQUET_BUFFER_BYTES = 1 << 20
@@ -284,8 +286,12 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
     return first
 
 
-def open_source(config: PreprocessConfig) -> InputSource:
-    """Inspect every input file's schema (Parquet footers, the head of each CSV file)."""
+def open_source(config: PreprocessConfig, reused_maps: Mapping[str, dict[str, int]] | None = None) -> InputSource:
+    """Inspect every input file's schema (Parquet footers, the head of each CSV file).
+
+    A csv column that `reused_maps` (the id maps of reused metadata) spell as text is read as text, as a declared
+    categorical column is.
+    """
     files = input_files(config)
     read = [_file_schema(path, config.read_format) for path in files]
     schemas = tuple(schema for schema, _ in read)
@@ -296,9 +302,8 @@ def open_source(config: PreprocessConfig) -> InputSource:
         for name, literal in columns.items():
             rounded.setdefault(name, (path, literal))
     if config.read_format == "csv":
-        schemas = tuple(
-            _declared_types(schema, config.categorical_columns or (), config.real_columns or ()) for schema in schemas
-        )
+        categorical = list(config.categorical_columns or ()) + _text_spelled(schemas[0], reused_maps or {}, config)
+        schemas = tuple(_declared_types(schema, categorical, config.real_columns or ()) for schema in schemas)
     total_rows = sum(pq.ParquetFile(p).metadata.num_rows for p in files) if config.read_format == "parquet" else None
     return InputSource(
         files=tuple(files),
@@ -310,6 +315,24 @@ def open_source(config: PreprocessConfig) -> InputSource:
         total_bytes=sum(p.stat().st_size for p in files),
         rounded_integers=rounded,
     )
+
+
+def _text_spelled(schema: pa.Schema, reused_maps: Mapping[str, dict[str, int]], config: PreprocessConfig) -> list[str]:
+    """Undeclared csv columns whose reused id map spells its values as text ('007', 'TRUE'), logged."""
+    declared = set(config.categorical_columns or ()) | set(config.real_columns or ())
+    found = [
+        field.name
+        for field in schema
+        if field.name in reused_maps
+        and field.name not in declared
+        and spelled_as_text(reused_maps[field.name], field.type)
+    ]
+    for name in found:
+        log(
+            f"{name!r} is read as text: {config.metadata_config_path} spells its values so, "
+            f"not as {schema.field(name).type}"
+        )
+    return found
 
 
 def _declared_types(schema: pa.Schema, categorical: Sequence[str], real: Sequence[str]) -> pa.Schema:

@@ -197,8 +197,9 @@ def test_a_split_whose_column_changed_kind_is_refused_naming_it(tmp_path, monkey
     assert refused.value.problem.startswith(f"holds 'amount' as a categorical column, but {METADATA} has it as a real")
 
 
-def test_a_parquet_shard_of_another_run_in_a_folder_is_refused(tmp_path, monkeypatch):
-    sharded = {"merge_output": False, "write_format": "parquet", "n_cores": 2}
+@pytest.mark.parametrize("write_format", ["parquet", "pt"])
+def test_a_shard_of_another_run_in_a_folder_is_refused(tmp_path, monkeypatch, write_format):
+    sharded = {"merge_output": False, "write_format": write_format, "n_cores": 2}
     preprocess_reference(tmp_path / "one", monkeypatch, **sharded)
     table = pq.read_table(REFERENCE_PARQUET)
     amounts = pa.compute.multiply(table.column("amount").cast(pa.float64()), 3.0)
@@ -207,11 +208,11 @@ def test_a_parquet_shard_of_another_run_in_a_folder_is_refused(tmp_path, monkeyp
     pq.write_table(table.set_column(table.schema.get_field_index("amount"), "amount", amounts), changed)
     preprocess_reference(tmp_path / "other", monkeypatch, data_file=changed, **sharded)
     folder = tmp_path / "one" / "data" / "events-split2"
-    shards = sorted(folder.glob("*.parquet"))
+    shards = sorted(folder.glob(f"*.{write_format}"))
     assert len(shards) == 2
     assert len(load_split(folder, ["event", "amount"], {"event"})) > 0  # its own shards agree with its metadata
     shutil.copy(tmp_path / "other" / "data" / "events-split2" / shards[1].name, shards[1])
     with pytest.raises(UserError) as refused:
         load_split(folder, ["event", "amount"], {"event"})
     assert refused.value.where == str(shards[1])
-    assert "was written by another preprocess run than the rest of" in refused.value.problem
+    assert "another preprocess run" in refused.value.problem and "preprocess the split again" in refused.value.problem

@@ -130,8 +130,13 @@ def test_inconsistent_metadata_is_never_written(tmp_path: Path):
 
 @pytest.mark.parametrize(
     "entry",
-    [{"path": "../../etc/passwd", "samples": 1}, {"path": "shard.pt", "samples": "many"}, {"path": "a.pt"}],
-    ids=["path-outside-the-folder", "samples-not-a-count", "samples-missing"],
+    [
+        {"path": "../../etc/passwd", "samples": 1},
+        {"path": "shard.pt", "samples": "many"},
+        {"path": "a.pt"},
+        {"path": "a.pt", "samples": 1, "content_digest": 7},
+    ],
+    ids=["path-outside-the-folder", "samples-not-a-count", "samples-missing", "digest-not-text"],
 )
 def test_a_split_folder_lists_only_its_own_shards_with_counts(entry, tmp_path: Path):
     write_folder_metadata(tmp_path, 0, read_metadata(METADATA), [{"path": "a.pt", "samples": 1}])

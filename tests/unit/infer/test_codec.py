@@ -97,3 +97,11 @@ def test_probability_columns_of_a_sparse_id_map_have_one_distinct_name_per_class
         decode_categories=True,
     )
     assert table.num_columns == 11 and np.allclose(np.sum([table[n].to_numpy() for n in names], axis=0), 1.0)
+
+
+def test_a_predicted_unused_id_is_named_as_its_probability_column():
+    special = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
+    column = {"kind": "categorical", "n_classes": 8, "id_map": {"a": 3, "True": 5, "b": 7}}
+    predicted = decode_values(np.array([4, 6, 1, 7]), column, special)
+    assert list(predicted) == ["[unused 4]", "[unused 6]", "[other]", "b"]
+    assert class_column_names(column, special, np.array([4, 6])) == list(predicted[:2])

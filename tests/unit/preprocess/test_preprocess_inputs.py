@@ -20,6 +20,7 @@ import sequifier.preprocess.groups as groups_module
 import sequifier.preprocess.run as run_module
 import sequifier.preprocess.sources as sources_module
 from sequifier.config.preprocess import load_preprocess_config
+from sequifier.data.stored import load_split
 from sequifier.preprocess import run_preprocess
 from sequifier.preprocess.parallel import usable_cpus
 
@@ -429,3 +430,33 @@ def test_n_cores_beyond_the_usable_cpus_runs_on_those_cpus(tmp_path, monkeypatch
     )
     assert started_workers and set(started_workers) == {cpus}
     assert_matches_reference(tmp_path, metadata, reference_splits)
+
+
+@pytest.mark.parametrize(
+    "first_values, first_typing, later_values, later_spellings",
+    [
+        # a map made from text: the later csv's '007' keeps its own id, though the csv's head shows integers
+        (["007", "7", "TRUE", "1"], {"categorical_columns": ["code"]}, ["007", "007", "7", "1"], None),
+        # a map made from integers the csv's head showed: the later '07' is the integer 7, as before
+        (["007", "7", "1", "1"], {}, ["07", "7", "7", "1"], ["7", "7", "7", "1"]),
+    ],
+)
+def test_a_csv_column_is_read_as_its_reused_metadata_spells_its_values(
+    first_values, first_typing, later_values, later_spellings, tmp_path, monkeypatch
+):
+    first = one_column_csv(tmp_path, monkeypatch, first_values, **first_typing)
+    id_map = first["id_maps"]["code"]
+    lines = ["sequenceId,itemPosition,code"] + [f"0,{i},{v}" for i, v in enumerate(later_values)]
+    (tmp_path / "data" / "later.csv").write_text("\n".join(lines) + "\n")
+    later = preprocess(
+        tmp_path,
+        monkeypatch,
+        "data/later.csv",
+        read_format="csv",
+        selected_columns=["code"],
+        window_length=4,
+        split_ratios=[1.0],
+        metadata_config_path="configs/metadata_configs/codes.json",
+    )
+    stored = load_split(tmp_path / later["split_paths"][0], ["code"], ["code"]).columns["code"]
+    assert list(stored[0]) == [id_map[spelling] for spelling in later_spellings or later_values]

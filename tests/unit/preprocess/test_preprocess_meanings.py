@@ -203,3 +203,24 @@ def test_a_folder_of_float16_and_float32_files_keeps_float32_reals(tmp_path, mon
         tmp_path / "p", monkeypatch, data_file=folder, selected_columns=None, window_length=4, split_ratios=[1.0]
     )
     assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
+
+
+def test_a_float16_column_is_a_categorical_column_spelled_in_its_width(tmp_path, monkeypatch):
+    values = np.array([1.5, 2.5, 0.1, 1.5, -0.0, 2.5], dtype=np.float16)
+    table = pa.table(
+        {"sequenceId": np.zeros(6, dtype=np.int64), "itemPosition": np.arange(6), "level": pa.array(values)}
+    )
+    pq.write_table(table, tmp_path / "levels.parquet")
+    metadata = preprocess(
+        tmp_path / "p",
+        monkeypatch,
+        data_file=tmp_path / "levels.parquet",
+        selected_columns=None,
+        categorical_columns=["level"],
+        window_length=6,
+        split_ratios=[1.0],
+    )
+    id_map = metadata["id_maps"]["level"]
+    assert [name for name in id_map if not name.startswith("[")] == ["-0.0", "0.1", "1.5", "2.5"]
+    stored = load_split(tmp_path / "p" / metadata["split_paths"][0], ["level"], ["level"]).columns["level"][0]
+    assert list(stored[-6:]) == [id_map[str(v)] for v in values]
