@@ -158,20 +158,22 @@ def test_types_are_unified_across_files(tmp_path, monkeypatch):
     assert metadata["id_maps"]["kind"] == {"a": 3, "b": 4, "c": 5, "[unknown]": 0, "[other]": 1}
 
 
-def one_column_csv(root, monkeypatch, values: list[str], **typing) -> dict:
-    """The metadata of a csv whose one column `code` holds `values` (4 items per sequence)."""
-    (root / "data").mkdir()
-    lines = ["sequenceId,itemPosition,code"] + [f"{i // 4},{i % 4},{v}" for i, v in enumerate(values)]
-    (root / "data" / "codes.csv").write_text("\n".join(lines) + "\n")
+def one_column_csv(root, monkeypatch, values: list[str], name="codes", per_sequence=4, **changes) -> dict:
+    """The metadata of a csv `data/<name>.csv` whose one column `code` holds `values`."""
+    (root / "data").mkdir(exist_ok=True)
+    lines = ["sequenceId,itemPosition,code"] + [
+        f"{i // per_sequence},{i % per_sequence},{v}" for i, v in enumerate(values)
+    ]
+    (root / "data" / f"{name}.csv").write_text("\n".join(lines) + "\n")
+    settings = {"window_length": 2, **changes}
     return preprocess(
         root,
         monkeypatch,
-        "data/codes.csv",
+        f"data/{name}.csv",
         read_format="csv",
         selected_columns=["code"],
-        window_length=2,
         split_ratios=[1.0],
-        **typing,
+        **settings,
     )
 
 
@@ -446,16 +448,13 @@ def test_a_csv_column_is_read_as_its_reused_metadata_spells_its_values(
 ):
     first = one_column_csv(tmp_path, monkeypatch, first_values, **first_typing)
     id_map = first["id_maps"]["code"]
-    lines = ["sequenceId,itemPosition,code"] + [f"0,{i},{v}" for i, v in enumerate(later_values)]
-    (tmp_path / "data" / "later.csv").write_text("\n".join(lines) + "\n")
-    later = preprocess(
+    later = one_column_csv(
         tmp_path,
         monkeypatch,
-        "data/later.csv",
-        read_format="csv",
-        selected_columns=["code"],
+        later_values,
+        name="later",
+        per_sequence=len(later_values),
         window_length=4,
-        split_ratios=[1.0],
         metadata_config_path="configs/metadata_configs/codes.json",
     )
     stored = load_split(tmp_path / later["split_paths"][0], ["code"], ["code"]).columns["code"]
