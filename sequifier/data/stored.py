@@ -134,20 +134,46 @@ def folder_parts(
     files = _batch_files(described, "shuffled")
     dtypes = _stored_dtypes(columns, categorical)
     whole = (0, sum(entry["samples"] for entry in files))
+    shards = _shard_parts(path, described, files, columns, dtypes, whole)
+    yield from _in_parts(shards, size, columns, described["window_length"], path)
+
+
+def merged_parquet_parts(
+    path: Path, columns: Sequence[str], categorical: Collection[str], size: int
+) -> Iterator[StoredWindows]:
+    """A merged Parquet split's windows, `size` at a time, read a batch of rows at a time."""
+    from sequifier.data.stored_tables import parquet_windows  # pyarrow only for Parquet/CSV files
+
+    path, columns = Path(path), list(columns)
+    pieces = parquet_windows(path, columns, _stored_dtypes(columns, categorical))
+    yield from _in_parts(pieces, size, columns, 0, path)
+
+
+def merged_parquet_count(path: Path, columns: Sequence[str]) -> int:
+    """The windows of a merged Parquet split, from its inputCol column alone."""
+    from sequifier.data.stored_tables import parquet_window_count  # pyarrow only for Parquet/CSV files
+
+    return parquet_window_count(Path(path), list(columns))
+
+
+def _in_parts(
+    pieces: Iterator[StoredWindows], size: int, columns: list[str], window_length: int, path: Path
+) -> Iterator[StoredWindows]:
+    """The windows of `pieces` regrouped `size` at a time (the last part may hold fewer), each part checked."""
     pending: list[StoredWindows] = []
     held = 0
-    for shard in _shard_parts(path, described, files, columns, dtypes, whole):
+    for piece in pieces:
         offset = 0
-        while offset < len(shard):
-            taken = min(size - held, len(shard) - offset)
-            pending.append(shard.sliced(offset, offset + taken))
+        while offset < len(piece):
+            taken = min(size - held, len(piece) - offset)
+            pending.append(piece.sliced(offset, offset + taken))
             held, offset = held + taken, offset + taken
             if held == size:
-                yield _checked_part(pending, columns, described["window_length"], path)
+                yield _checked_part(pending, columns, window_length, path)
                 pending, held = [], 0
-        del shard
+        del piece
     if pending:
-        yield _checked_part(pending, columns, described["window_length"], path)
+        yield _checked_part(pending, columns, window_length, path)
 
 
 def _checked_part(pieces: list[StoredWindows], columns: list[str], window_length: int, path: Path) -> StoredWindows:

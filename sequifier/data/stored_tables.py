@@ -6,7 +6,7 @@ Everything that needs pyarrow lives here, so that training on pt shards never im
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,11 +35,11 @@ def stored_schema(window_length: int) -> pa.Schema:
     return pa.schema(fields, metadata={WINDOW_LENGTH_KEY: str(window_length).encode("ascii")})
 
 
-def _value_columns_in(table: pa.Table, path: Path) -> list[str]:
-    offsets = sorted((int(n) for n in table.schema.names if n.isdigit()), reverse=True)
+def _value_columns_in(schema: pa.Schema, path: Path) -> list[str]:
+    offsets = sorted((int(n) for n in schema.names if n.isdigit()), reverse=True)
     if not offsets or offsets != list(range(len(offsets) - 1, -1, -1)):
         raise UserError(str(path), 'value columns "W-1" ... "0" are missing or incomplete')
-    written = (table.schema.metadata or {}).get(WINDOW_LENGTH_KEY, b"")
+    written = (schema.metadata or {}).get(WINDOW_LENGTH_KEY, b"")
     if written.isdigit() and int(written) != len(offsets):
         raise UserError(
             str(path),
@@ -49,32 +49,35 @@ def _value_columns_in(table: pa.Table, path: Path) -> list[str]:
     return [str(offset) for offset in offsets]
 
 
-def _read_table(path: Path) -> pa.Table:
+def _check_split_file(path: Path) -> None:
     if path.exists() and not path.is_file():
         raise UserError(str(path), "is not a regular file; give a split file or a shard folder")
     if not path.is_file():
         raise UserError(str(path), f"split file not found{missing_folder(path)} (run `sequifier preprocess` first?)")
+
+
+def _read_table(path: Path) -> pa.Table:
+    _check_split_file(path)
     try:
         csv = path.suffix.lower() == ".csv"
         table = pv.read_csv(path) if csv else pq.read_table(path, page_checksum_verification=True)
         if csv and (written := recorded_beside(path, WINDOW_LENGTH_KEY)) is not None:
             table = table.replace_schema_metadata({WINDOW_LENGTH_KEY: written.encode("ascii", "replace")})
     except (pa.ArrowException, OSError) as error:
-        raise UserError(
-            str(path), f"not a readable stored-window file ({' '.join(str(error).split())[:200]})"
-        ) from None
-    missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in table.schema.names]
-    if missing:
-        raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
-    _check_table_types(table, path)
+        raise _unreadable(path, error) from None
+    _check_schema(table.schema, path, table.num_rows == 0)
+    _check_complete(table, path)
     return table
 
 
-def _check_table_types(table: pa.Table, path: Path) -> None:
-    """Identifiers are integers, inputCol strings, values numbers; none of them missing."""
-    if table.num_rows == 0:
+def _check_schema(schema: pa.Schema, path: Path, empty: bool) -> None:
+    """The bookkeeping columns are there; identifiers are integers, inputCol strings, values numbers."""
+    missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in schema.names]
+    if missing:
+        raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
+    if empty:
         return  # an empty CSV split has no types to check
-    for field in table.schema:
+    for field in schema:
         if field.name in IDENTIFIER_COLUMNS:
             fits, wanted = pa.types.is_integer(field.type), "integers"
         elif field.name == INPUT_COLUMN:
@@ -87,8 +90,13 @@ def _check_table_types(table: pa.Table, path: Path) -> None:
             raise UserError(
                 str(path), f"column {field.name!r} has type {field.type}; stored windows hold {wanted} there"
             )
-        if table.column(field.name).null_count:
-            raise UserError(str(path), f"column {field.name!r} has missing values")
+
+
+def _check_complete(table: pa.Table, path: Path) -> None:
+    """None of the bookkeeping and value columns has a missing value."""
+    for name in table.schema.names:
+        if (name in IDENTIFIER_COLUMNS or name == INPUT_COLUMN or name.isdigit()) and table.column(name).null_count:
+            raise UserError(str(path), f"column {name!r} has missing values")
 
 
 def _check_columns_stored(table: pa.Table, wanted: Sequence[str], path: Path) -> None:
@@ -104,11 +112,21 @@ def windows_from_table(path: Path, wanted: list[str], dtypes: dict[str, np.dtype
     """The windows of one Parquet/CSV file, the `wanted` columns materialized as `dtypes`."""
     table = _read_table(path)
     _check_columns_stored(table, wanted, path)
-    value_names = _value_columns_in(table, path)
+    value_names = _value_columns_in(table.schema, path)
     if not table.num_rows:
         return concat_windows([], wanted, len(value_names))
+    return _windows_of(_wanted_rows(table, wanted), wanted, dtypes, value_names, path)
+
+
+def _wanted_rows(table: pa.Table, wanted: list[str]) -> pa.Table:
     input_type = table.schema.field(INPUT_COLUMN).type
-    table = table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
+    return table.filter(pc.is_in(table.column(INPUT_COLUMN), pa.array(wanted, input_type)))
+
+
+def _windows_of(
+    table: pa.Table, wanted: list[str], dtypes: dict[str, np.dtype], value_names: list[str], path: Path
+) -> StoredWindows:
+    """The windows whose rows (of the `wanted` columns only) `table` holds."""
     values = np.column_stack([table.column(n).to_numpy().astype(np.float64, copy=False) for n in value_names])
     input_col = table.column(INPUT_COLUMN)
     rows_by_column = {column: np.flatnonzero(pc.equal(input_col, column).to_numpy()) for column in wanted}
@@ -123,6 +141,85 @@ def windows_from_table(path: Path, wanted: list[str], dtypes: dict[str, np.dtype
         for column, rows in rows_by_column.items()
     }
     return StoredWindows(columns=arrays, **identifiers)
+
+
+def parquet_window_count(path: Path, wanted: list[str]) -> int:
+    """The windows of a merged Parquet split, counted from its inputCol column alone, a batch at a time; the
+    `wanted` columns must be stored."""
+    parquet = _opened_parquet(path)
+    stored: set[str] = set()
+    count = 0
+    for batch in _batches(parquet, path, [INPUT_COLUMN]):
+        names = batch.column(0)
+        stored.update(pc.unique(names).to_pylist())
+        if wanted:
+            count += pc.sum(pc.equal(names, wanted[0])).as_py() or 0
+    missing = [column for column in wanted if column not in stored]
+    if missing and parquet.metadata.num_rows:
+        raise UserError(missing[0], f"column is not stored in {path}")
+    return count
+
+
+def parquet_windows(
+    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], batch_rows: int = 65_536
+) -> Iterator[StoredWindows]:
+    """The windows of a merged Parquet split in the order their last rows come, read `batch_rows` rows at a time.
+
+    The rows of a window that a batch leaves incomplete wait for the next ones; files that keep a window's rows
+    together (as every writer does) hold a batch and a few windows at a time, others at worst their whole rows.
+    """
+    parquet = _opened_parquet(path)
+    value_names = _value_columns_in(parquet.schema_arrow, path)
+    columns = [*IDENTIFIER_COLUMNS, INPUT_COLUMN, *value_names]
+    waiting: pa.Table | None = None
+    for batch in _batches(parquet, path, columns, batch_rows):
+        table = pa.Table.from_batches([batch])
+        _check_complete(table, path)
+        table = _wanted_rows(table, wanted)
+        if waiting is not None:
+            table = pa.concat_tables([waiting, table])
+        whole = _whole_windows(table, len(wanted))
+        if whole.all():
+            waiting = None
+        else:
+            waiting = table.filter(pa.array(~whole))
+            table = table.filter(pa.array(whole))
+        if table.num_rows:
+            yield _windows_of(table, wanted, dtypes, value_names, path)
+    if waiting is not None and waiting.num_rows:
+        yield _windows_of(waiting, wanted, dtypes, value_names, path)  # names what the incomplete windows lack
+
+
+def _whole_windows(table: pa.Table, columns: int) -> np.ndarray:
+    """Per row, whether its window (sequenceId, subsequenceId) has at least one row per column in `table`."""
+    keys = np.column_stack([table.column(name).to_numpy().astype(np.int64) for name in list(IDENTIFIER_COLUMNS)[:2]])
+    if not len(keys):
+        return np.zeros(0, dtype=bool)
+    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    return counts[inverse.reshape(-1)] >= columns
+
+
+def _opened_parquet(path: Path) -> pq.ParquetFile:
+    _check_split_file(path)
+    try:
+        parquet = pq.ParquetFile(path, page_checksum_verification=True)
+    except (pa.ArrowException, OSError) as error:
+        raise _unreadable(path, error) from None
+    _check_schema(parquet.schema_arrow, path, parquet.metadata.num_rows == 0)
+    return parquet
+
+
+def _batches(
+    parquet: pq.ParquetFile, path: Path, columns: list[str], batch_rows: int = 65_536
+) -> Iterator[pa.RecordBatch]:
+    try:
+        yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)
+    except (pa.ArrowException, OSError) as error:
+        raise _unreadable(path, error) from None
+
+
+def _unreadable(path: Path, error: Exception) -> UserError:
+    return UserError(str(path), f"not a readable stored-window file ({' '.join(str(error).split())[:200]})")
 
 
 def _rows_in_window_order(

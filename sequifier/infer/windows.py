@@ -16,7 +16,13 @@ import numpy as np
 
 from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.network import depth_mask_input
-from sequifier.data.stored import file_window_counts, folder_parts, load_split
+from sequifier.data.stored import (
+    file_window_counts,
+    folder_parts,
+    load_split,
+    merged_parquet_count,
+    merged_parquet_parts,
+)
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.export.contract import graph_inputs
 
@@ -32,8 +38,8 @@ def stored_format(path: Path) -> str:
 class StoredSplit:
     """The split infer reads: its window count, and its windows a part at a time.
 
-    A merged file is read whole once; a shard folder is read shard by shard for each pass, holding at most one
-    shard and one part, so memory does not grow with the split.
+    A merged CSV file is read whole once; a shard folder is read shard by shard for each pass, holding at most one
+    shard and one part, and a merged Parquet file a batch of rows at a time, so memory does not grow with the split.
     """
 
     path: Path
@@ -48,7 +54,8 @@ class StoredSplit:
         if self.whole is not None:
             yield from (self.whole.sliced(start, start + size) for start in range(0, self.total, size))
             return
-        for part in folder_parts(self.path, self.contract["input_columns"], _categorical(self.contract), size):
+        read = folder_parts if self.path.is_dir() else merged_parquet_parts
+        for part in read(self.path, self.contract["input_columns"], _categorical(self.contract), size):
             check_windows(part, self.path, self.contract)
             yield part
 
@@ -68,6 +75,8 @@ def open_split(path: Path, contract: dict, read_format: str | None, named_by: st
         raise UserError("read_format", f"is {read_format!r}, but {path} is read as {found} {how}")
     if path.is_dir():
         split = StoredSplit(path, contract, sum(file_window_counts(path)), None)
+    elif found == "parquet":
+        split = StoredSplit(path, contract, merged_parquet_count(path, contract["input_columns"]), None)
     else:
         whole = load_split(path, contract["input_columns"], _categorical(contract))
         check_windows(whole, path, contract)
