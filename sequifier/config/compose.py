@@ -239,15 +239,31 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key]
         where = chosen[-1] if chosen else f"{entry.config_file}: {key}"
         return UserError(where, f"cannot resolve the interpolation: {problem}")
+    merged = re.match(r"Could not override '([^']+)'\. To append to your config use \+(\S+?)=(.*)$", message)
+    if merged and merged.group(3).lstrip().startswith("{"):
+        key, value = merged.group(1), merged.group(3)
+        chosen = [o for o in overrides if o.split("=", 1)[0] == key]
+        return UserError(
+            chosen[-1] if chosen else key,
+            f"a mapping merges into the {key} the config has, which lacks some of its fields; write ++{key}={value} "
+            f"to merge and add them, or replace the mapping with ~{key} +{key}={value}",
+        )
     deleted = re.search(r"Could not delete from config\. '([^']+)' does not exist", message)
     if deleted:
         key = deleted.group(1)
-        return _deletion_error(
-            key,
-            overrides,
-            f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
-            f"(set {key}=<value> instead)",
-        )
+        group = key.replace(".", "/")
+        if group in config_groups():
+            presets = ", ".join(group_presets(group))
+            problem = (
+                f"{key} is not in the config file, so its default preset applies; write +{key}=null for none, or "
+                f"choose a preset with {group}=<preset> (one of {presets})"
+            )
+        else:
+            problem = (
+                f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
+                f"(set {key}=<value> instead)"
+            )
+        return _deletion_error(key, overrides, problem)
     not_listed = re.search(r"Could not delete '([^'/=]+)'\. No match in the defaults list", message)
     if not_listed:
         key = not_listed.group(1)
@@ -311,8 +327,7 @@ def _missing_field(walked: list[str], part: str, node: dict, override: str) -> s
     known = section_fields(walked)
     group = "/".join([*walked, part])
     if group in config_groups():
-        value = override.partition("=")[2]
-        return f"is a preset group, not a field: choose a preset with {group}={value or '<preset>'}"
+        return _preset_group_hint(group, override)
     if known is not None and part not in known and part not in ALTERNATIVE_SPELLINGS.get(section, ()):
         elsewhere = [
             f"{top}.{part}"
@@ -323,6 +338,28 @@ def _missing_field(walked: list[str], part: str, node: dict, override: str) -> s
     if suggestion:  # a near spelling of a field that is there: most likely a typo of it
         return "is not in the config file" + suggestion
     return f"is not in the config file; to set a field the file leaves out, write +{override}"
+
+
+def _preset_group_hint(group: str, override: str) -> str:
+    """What to write instead of setting a field that only a preset of `group` (or the file) puts in the config."""
+    key, _, value = override.lstrip("+").partition("=")
+    section = group.replace("/", ".")
+    presets = group_presets(group)
+    choose = f"choose a preset with {group}=<preset> (one of {', '.join(presets)})"
+    if key == section and value in presets:
+        return f"is a preset group, not a field: choose the preset with {group}={value}"
+    if key == section:
+        return f"is not in the config file (a preset fills it): write +{key}={value} to set it, or {choose}"
+    return (
+        f"is not in the config file (a preset fills it): {choose} and set its arguments with ++{key}={value}, "
+        f"or write the whole call with +{section}={{name: ..., ...}}"
+    )
+
+
+def group_presets(group: str) -> list[str]:
+    """The preset names of a config group (`global_training/scheduler` -> cosine, onecycle, step)."""
+    folder = resources.files("sequifier.conf").joinpath(group)
+    return sorted(child.name[: -len(".yaml")] for child in folder.iterdir() if child.name.endswith(".yaml"))
 
 
 def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:

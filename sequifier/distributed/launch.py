@@ -67,6 +67,8 @@ def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
 
 
 def _attached(spec: RunSpec) -> TrainResult:
+    if int(os.environ["RANK"]) != 0:
+        logger.setLevel(logging.WARNING)  # rank 0 alone logs what every rank would repeat
     world_size = int(os.environ["WORLD_SIZE"])
     configured = spec.config.global_training.world_size
     if world_size != configured:

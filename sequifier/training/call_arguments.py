@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import inspect
 import re
-import warnings
 from typing import Any
-
-import torch
 
 from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import default_call
 from sequifier.config.typed import ProblemList
-from sequifier.training.optimization import OWNED_ARGUMENTS, build_optimizer, build_scheduler, torch_class
+from sequifier.training.optimization import DEVICE_BOUND, OWNED_ARGUMENTS, torch_class, trial_refusal
 
 TRIAL_STEPS = 2  # steps of the trial schedule; a scheduler the config gives no duration lasts this long
 NUMBER_NAMES = {"float", "int"}
-DEVICE_BOUND = ("fused", "capturable")  # torch accepts them on some devices only
 
 
 def accepted_arguments(kind: str, name: str) -> list[str]:
@@ -131,20 +127,8 @@ def _trial_step(learning_rate: float, calls: dict[str, dict | None], problems: P
 
 
 def _trial(learning_rate: float, calls: dict[str, dict | None]) -> Exception | None:
-    """What torch raises when it builds and steps these calls on a stand-in parameter; None when it raises nothing."""
-    parameter = torch.nn.Parameter(torch.zeros(4))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            optimizer = build_optimizer([parameter], learning_rate, calls["optimizer"])
-            scheduler = build_scheduler(optimizer, calls["scheduler"], TRIAL_STEPS)
-            parameter.grad = torch.ones_like(parameter)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-        except Exception as error:  # torch raises ValueError, TypeError, RuntimeError or AssertionError here
-            return error
-    return None
+    """What torch raises when it builds these calls on a stand-in parameter and steps each once."""
+    return trial_refusal(learning_rate, calls, TRIAL_STEPS, steps=1)
 
 
 def _refusal(call: dict[str, Any], error: Exception) -> str:

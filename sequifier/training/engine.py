@@ -220,7 +220,7 @@ class Trainer:
             if len(self.pending) == self.training.accumulation_steps:
                 self._flush()
             p.batches_done, p.global_batch = number + 1, p.global_batch + 1
-            self._after_batch(phase.name)
+            self._after_batch(phase.name, ends_epoch=number + 1 == len(schedule))
             display.after_batch()
         self._flush()
         self.optimization.end_epoch()
@@ -228,12 +228,14 @@ class Trainer:
         totals = {key: summed_totals(part_totals, self.ranks) for key, part_totals in p.epoch_totals.items()}
         return timed("records")(self.records.training_epoch)(self._common(phase.name), self.losses, totals)
 
-    def _after_batch(self, phase: str) -> None:
-        """Snapshots that are due (each after flushing the open window), and a requested stop."""
+    def _after_batch(self, phase: str, ends_epoch: bool) -> None:
+        """Snapshots that are due (each after flushing the open window), and a requested stop. A snapshot at the
+        epoch's last batch leaves validating to the epoch's end, which follows with the same weights."""
         kind = agreed_snapshot(self.snapshots.after_batch(self.progress.global_batch), self.ranks)
         if kind is not None:
             self._flush()
-            if kind == PERSISTENT and self.training.save_interval_val_loss and self.spec.config.evaluation:
+            validates = self.training.save_interval_val_loss and self.spec.config.evaluation and not ends_epoch
+            if kind == PERSISTENT and validates:
                 self._validate(phase, self.progress.global_epoch)
             save_snapshot(self, f"batch-{self.progress.global_batch}.pt" if kind == PERSISTENT else None)
         if not self.pending:

@@ -16,6 +16,7 @@ TAKES_TOTAL_STEPS = {
     "LinearLR": "total_iters",
     "CosineAnnealingLR": "T_max",
 }
+DEVICE_BOUND = ("fused", "capturable")  # optimizer arguments torch accepts on some devices only
 OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}  # set by sequifier, never by a config
 
 
@@ -44,9 +45,10 @@ def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | N
     return torch_class("scheduler", name)(optimizer, **arguments)
 
 
-def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch: bool) -> None:
+def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch: bool, continuous: bool) -> None:
     """OneCycleLR raises once stepped past its configured length: a length shorter than the `steps` a phase
-    takes (optimizer steps when stepped per batch, else epochs) is refused before the first step."""
+    (or, `continuous`, the run) takes (optimizer steps when stepped per batch, else epochs) is refused before the
+    first step."""
     if not config or config["name"] != "OneCycleLR":
         return
     where, length = "global_training.scheduler.total_steps", config.get("total_steps")
@@ -54,11 +56,58 @@ def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch:
         where, length = "global_training.scheduler.epochs", config["epochs"] * config["steps_per_epoch"]
     if length is not None and length < steps:
         unit = "optimizer steps" if per_batch else "epochs"
+        span, left_out = (
+            ("the run", "it then lasts the run") if continuous else ("a phase", "each phase then gets its own length")
+        )
         raise UserError(
             where,
-            f"gives OneCycleLR {length} steps, but a phase steps it {steps} times (its {unit}) and OneCycleLR "
-            f"cannot step past its end; set at least {steps}, or leave it out (each phase then gets its own length)",
+            f"gives OneCycleLR {length} steps, but {span} steps it {steps} times (its {unit}) and OneCycleLR "
+            f"cannot step past its end; set at least {steps}, or leave it out ({left_out})",
         )
+
+
+def check_filled_durations(training, durations: list[int], per_batch: bool, continuous: bool) -> None:
+    """A scheduler whose duration sequifier sets (the config leaves it out) must survive being stepped through it:
+    torch refuses some combinations only while stepping (OneCycleLR with pct_start x total_steps = 1)."""
+    call = training.scheduler
+    argument = TAKES_TOTAL_STEPS.get(call["name"]) if call else None
+    if argument is None or argument in call:
+        return
+    for duration in sorted(set(durations)):
+        optimizer = {k: v for k, v in training.optimizer.items() if k not in DEVICE_BOUND}
+        error = trial_refusal(training.learning_rate, {"optimizer": optimizer, "scheduler": call}, duration)
+        if error is not None:
+            unit = "optimizer steps" if per_batch else "epochs"
+            span = "the run's" if continuous else "a phase's"
+            said = " ".join(str(error).split())[:300] or type(error).__name__
+            raise UserError(
+                "global_training.scheduler",
+                f"torch fails stepping {call['name']} through {argument}={duration} ({span} {unit}, set by sequifier "
+                f"since the config leaves {argument} out): {said}; set global_training.scheduler.{argument}, or "
+                "change its other arguments (OneCycleLR: pct_start x total_steps must not be 1)",
+            )
+
+
+def trial_refusal(
+    learning_rate: float, calls: dict[str, dict | None], duration: int, steps: int | None = None
+) -> Exception | None:
+    """What torch raises when it builds these calls on a stand-in parameter (the scheduler lasting `duration` where
+    its call leaves that out), steps the optimizer once and the scheduler `steps` times (default `duration`); None
+    when it raises nothing."""
+    parameter = torch.nn.Parameter(torch.zeros(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            optimizer = build_optimizer([parameter], learning_rate, calls["optimizer"])
+            scheduler = build_scheduler(optimizer, calls.get("scheduler"), duration)
+            parameter.grad = torch.ones_like(parameter)
+            optimizer.step()
+            for _ in range(duration if steps is None else steps):
+                if scheduler is not None:
+                    scheduler.step()
+        except Exception as error:  # torch raises ValueError, TypeError, RuntimeError, ZeroDivisionError and more
+            return error
+    return None
 
 
 class OptimizationLifecycle:
@@ -76,7 +125,9 @@ class OptimizationLifecycle:
         self.per_batch = training.scheduler_step_on == "batch"
         durations = phase_steps if self.per_batch else phase_epochs
         self.durations = durations if training.reset_optimization_on_phase else [sum(durations)] * len(durations)
-        check_scheduler_length(training.scheduler, max(self.durations, default=0), self.per_batch)
+        continuous = not training.reset_optimization_on_phase
+        check_scheduler_length(training.scheduler, max(self.durations, default=0), self.per_batch, continuous)
+        check_filled_durations(training, self.durations, self.per_batch, continuous)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
         self.scaler = LossScaler(False)

@@ -153,3 +153,36 @@ def test_removing_a_whole_section_is_refused_naming_the_override(config_file: Pa
     with pytest.raises(UserError, match="model is a section every train config needs") as caught:
         compose_config(config_file, parse_overrides(["~model"]).all)
     assert caught.value.where == "~model"
+
+
+@pytest.mark.parametrize(
+    "override, advice, works",
+    [
+        (
+            "global_training.scheduler.gamma=0.5",
+            "++global_training.scheduler.gamma=0.5",
+            ["global_training/scheduler=step"],
+        ),
+        ("global_training.scheduler=null", "+global_training.scheduler=null", []),
+        ("~global_training.scheduler", "+global_training.scheduler=null", []),
+        ("global_training.optimizer={name: SGD}", "+global_training.optimizer={name: SGD}", []),
+    ],
+)
+def test_a_preset_filled_section_the_file_leaves_out_gets_advice_that_works(config_file, override, advice, works):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, parse_overrides([override]).all)
+    assert advice in caught.value.problem and "one of" in caught.value.problem
+    compose_config(config_file, parse_overrides([*works, advice]).all)
+
+
+def test_a_mapping_the_file_holds_is_merged_and_the_advice_replaces_or_extends_it(tmp_path: Path):
+    config = tiny_train_config()
+    config["global_training"]["optimizer"] = {"name": "AdamW", "weight_decay": 0.01}
+    config_file = write_yaml(tmp_path / "train.yaml", config)
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, ["global_training.optimizer={name: SGD, momentum: 0.9}"])
+    assert "~global_training.optimizer +global_training.optimizer={name: SGD, momentum: 0.9}" in caught.value.problem
+    replaced = compose_config(
+        config_file, ["~global_training.optimizer", "+global_training.optimizer={name: SGD, momentum: 0.9}"]
+    )
+    assert replaced["global_training"]["optimizer"] == {"name": "SGD", "momentum": 0.9}

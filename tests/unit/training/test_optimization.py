@@ -93,3 +93,30 @@ def test_a_one_cycle_shorter_than_its_phase_is_refused_before_training(reset, sc
     assert error.value.where == f"global_training.scheduler.{refused}" and "cannot step past its end" in str(
         error.value
     )
+
+
+@pytest.mark.parametrize("reset", [True, False])
+def test_a_one_cycle_torch_cannot_step_through_the_length_sequifier_sets_is_refused_before_training(reset):
+    """pct_start 0.2 of 5 steps leaves OneCycleLR a warm-up of no length: torch divides by zero while stepping."""
+    scheduler = {"name": "OneCycleLR", "max_lr": 0.1, "pct_start": 0.2, "cycle_momentum": False}
+    training = GlobalTrainingConfig(
+        context_length=4,
+        learning_rate=0.1,
+        optimizer={"name": "AdamW"},
+        scheduler=scheduler,
+        scheduler_step_on="epoch",
+        reset_optimization_on_phase=reset,
+    )
+    phases = [5, 3] if reset else [2, 3]  # a phase of 5 epochs, or a run of 5
+    with pytest.raises(UserError) as error:
+        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=phases, phase_steps=[9, 9])
+    assert error.value.where == "global_training.scheduler"
+    assert "total_steps=5" in error.value.problem and "division by zero" in error.value.problem
+    span = "a phase's epochs" if reset else "the run's epochs"
+    assert span in error.value.problem
+
+
+def test_a_too_short_one_cycle_in_continuous_mode_names_the_runs_steps():
+    with pytest.raises(UserError) as error:
+        lifecycle(False, "batch", {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 5})
+    assert "the run steps it 6 times" in error.value.problem and "it then lasts the run" in error.value.problem

@@ -67,6 +67,14 @@ def test_batch_snapshots_validate_when_asked(reference_project: Path, tmp_path: 
     assert latest["progress"]["global_batch"] == 8
 
 
+def test_a_batch_snapshot_at_an_epochs_end_validates_once(reference_project: Path, tmp_path: Path):
+    files = run(reference_project, tmp_path, save_interval_batches=5, save_interval_val_loss=True)
+    assert files == ["batch-10.pt", "batch-5.pt", "latest.pt"]
+    rows = list(csv.DictReader((reference_project / "logs" / "tiny" / "validation-metrics.csv").open()))
+    aggregate = [(r["epoch"], r["global_step"]) for r in rows if (r["target"], r["metric"]) == ("aggregate", "loss")]
+    assert aggregate == [("1", "5"), ("2", "10")]
+
+
 def test_batch_snapshots_without_validation(reference_project: Path, tmp_path: Path):
     assert run(reference_project, tmp_path, save_interval_batches=4, save_interval_val_loss=False)[0] == "batch-4.pt"
     assert validation_steps(reference_project) == [("1", "5"), ("2", "10")]
