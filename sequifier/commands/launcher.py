@@ -4,6 +4,9 @@
   is `if_exists` unless the user's file or command line chose a policy.
 - A job of several tasks (nodes x tasks_per_node) trains one distributed run, so it needs
   `global_training.distributed: true`; otherwise it is refused here, before submission.
+- A setting gets a value of its type and range (`timeout_min` at least 1: Slurm reads 0 as no limit, and a job
+  without a limit is never signalled nor requeued); what sbatch still refuses is reported by the launcher
+  (commands/slurm_submission.py), which Hydra uses for the Slurm presets in place of hydra-submitit-launcher's.
 """
 
 from __future__ import annotations
@@ -18,6 +21,27 @@ from sequifier.config.schema import TrainConfig
 
 SLURM_PRESETS = ("submitit_slurm", "slurm_ddp")
 RESUME_POLICY = "global_training.resume.policy"
+# The least value of a launcher's numbers that sbatch (or Submitit) accepts.
+LEAST_VALUES = {
+    "nodes": 1,
+    "tasks_per_node": 1,
+    "cpus_per_task": 1,
+    "gpus_per_node": 0,
+    "mem_gb": 0,
+    "timeout_min": 1,
+    "signal_delay_s": 0,
+    "max_num_timeout": 0,
+    "array_parallelism": 1,
+}
+WHY_LEAST = {"timeout_min": " (Slurm reads 0 or less as no time limit: the job would never stop to be requeued)"}
+
+
+class SubmissionRefused(BaseException):
+    """sbatch refused a job; derived from BaseException so that it passes Hydra's report of a launcher's error."""
+
+    def __init__(self, error: UserError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def _key(override: str) -> str:
@@ -39,6 +63,14 @@ def with_launcher_defaults(overrides: Overrides, entry: TrainEntry) -> Overrides
     if any(_key(o) == RESUME_POLICY for o in overrides.all) or _file_policy(entry.node) is not None:
         return overrides
     return parse_overrides(overrides.all + [f"{RESUME_POLICY}=if_exists"])
+
+
+def prepare_slurm_launcher(overrides: list[str]) -> None:
+    """Under a Slurm preset, the launcher reports sbatch's refusal of a job as an error of the setting it names."""
+    if chosen_launcher(overrides) in SLURM_PRESETS:
+        from sequifier.commands.slurm_submission import use_slurm_jobs
+
+        use_slurm_jobs()
 
 
 def _file_policy(node: dict[str, Any]) -> Any:
@@ -103,3 +135,13 @@ def _check_setting_type(override: str, field: str, default: Any) -> None:
     }.get(type(default), True)
     if wanted and not fits:
         raise UserError(override, f"the launcher's {field} must be {wanted}, got {value!r}")
+    _check_setting_range(override, field, value)
+
+
+def _check_setting_range(override: str, field: str, value: Any) -> None:
+    least = LEAST_VALUES.get(field)
+    if least is None or not isinstance(value, (int, float)) or isinstance(value, bool) or value >= least:
+        return
+    raise UserError(
+        override, f"the launcher's {field} must be at least {least}, got {value!r}{WHY_LEAST.get(field, '')}"
+    )

@@ -11,8 +11,10 @@ from typing import Any
 
 from sequifier.atomic import write_text_atomic
 from sequifier.training.curves import SWEEP_FILE, draw_sweep
+from sequifier.training.stop import STOPPED_EXIT_CODE
 
 RESULT_FILE = "result.json"
+RANK_RESULT_FILE = "result-rank{rank}.json"  # a failed rank's own result, rank 0's being the job's
 SUMMARY_FILE = "summary.txt"
 # Set by the command for its jobs (launchers' processes inherit it): a sweep folder used again reports this sweep only.
 SWEEP_ID_VARIABLE = "SEQUIFIER_SWEEP_ID"
@@ -93,11 +95,32 @@ def write_result(job: HydraJob, result: dict[str, Any]) -> None:
     write_text_atomic(job.run_dir / RESULT_FILE, json.dumps(result, indent=2))
 
 
+def write_rank_result(job: HydraJob, rank: int, result: dict[str, Any]) -> None:
+    """The result of a rank other than 0 of a multi-task job, beside the job's result.json."""
+    result = {**result, "rank": rank, "sweep_id": os.environ.get(SWEEP_ID_VARIABLE)}
+    write_text_atomic(job.run_dir / RANK_RESULT_FILE.format(rank=rank), json.dumps(result, indent=2))
+
+
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
     """The result of every job of the sweep this command ran, in job order (an earlier sweep's stay out)."""
-    results = [json.loads(p.read_text()) for p in sweep_dir.rglob(RESULT_FILE)]
-    ours = [r for r in results if r.get("sweep_id") == os.environ.get(SWEEP_ID_VARIABLE)]
+    found = [(p, json.loads(p.read_text())) for p in sweep_dir.rglob(RESULT_FILE)]
+    ours = [with_a_ranks_error(p, r) for p, r in found if r.get("sweep_id") == os.environ.get(SWEEP_ID_VARIABLE)]
     return sorted(ours, key=lambda r: r.get("job", 0))
+
+
+def with_a_ranks_error(path: Path, result: dict[str, Any]) -> dict[str, Any]:
+    """A failed job's result with the configuration or data error of the rank that had one, as the job's
+    result.json too: rank 0 of a multi-task job may only have seen its peer leave ("Connection closed by peer")."""
+    if result.get("status") != "failed" or result.get("user_error"):
+        return result
+    ranks = [json.loads(p.read_text()) for p in path.parent.glob(RANK_RESULT_FILE.format(rank="*"))]
+    failed = [r for r in ranks if r.get("sweep_id") == result.get("sweep_id") and r.get("user_error")]
+    if not failed:
+        return result
+    first = min(failed, key=lambda r: r["rank"])
+    result = {**result, "error": f"{first['error']} (rank {first['rank']})", "user_error": True}
+    write_text_atomic(path, json.dumps(result, indent=2))
+    return result
 
 
 def summary_table(results: list[dict[str, Any]], sweep_dir: Path) -> str:
@@ -124,7 +147,7 @@ def summary_table(results: list[dict[str, Any]], sweep_dir: Path) -> str:
 def report_sweep(sweep_dir: Path) -> int:
     """Print the summary table and leave it, with sweep.png of the jobs' validation curves, in the sweep folder.
 
-    Returns the exit code: 1 when a job failed or none reported.
+    Returns the exit code of `sweep_exit_code`: 1 when a job failed or none reported.
     """
     results = read_results(sweep_dir)
     table = summary_table(results, sweep_dir)
@@ -136,4 +159,12 @@ def report_sweep(sweep_dir: Path) -> int:
         ]
         if jobs:
             print(f"sweep curves: {draw_sweep(jobs, sweep_dir / SWEEP_FILE)}")
-    return 0 if results and all(r.get("status") == "ok" for r in results) else 1
+    return sweep_exit_code(results)
+
+
+def sweep_exit_code(results: list[dict[str, Any]]) -> int:
+    """0 when every job is ok, STOPPED_EXIT_CODE when the others all stopped (resumable), else 1."""
+    unfinished = {r.get("status") for r in results} - {"ok"}
+    if not results or unfinished - {"stopped"}:
+        return 1
+    return STOPPED_EXIT_CODE if unfinished else 0

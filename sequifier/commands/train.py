@@ -27,14 +27,22 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
-from sequifier.commands.launcher import check_launcher_keys, check_tasks, with_launcher_defaults
+from sequifier.commands.launcher import (
+    SubmissionRefused,
+    check_launcher_keys,
+    check_tasks,
+    prepare_slurm_launcher,
+    with_launcher_defaults,
+)
 from sequifier.commands.record_folder import run_folder_settings, sweep_folder
+from sequifier.commands.submitit_stop import requeued_after_stop
 from sequifier.commands.sweep import (
     HydraJob,
     current_job,
     report_sweep,
     start_sweep,
     sweep_model_name,
+    write_rank_result,
     write_result,
 )
 from sequifier.config.compose import (
@@ -52,7 +60,7 @@ from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
 from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank
-from sequifier.distributed.submitit_task import in_submitit_job, requeue_after_stop
+from sequifier.distributed.submitit_task import in_submitit_job
 from sequifier.training.profile import PROFILE, timed
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
 from sequifier.training.summary import run_summary
@@ -116,8 +124,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         sweep_dir = Path.cwd() / "multirun"  # unused by a single run
         folder_settings = () if rank_settings else run_folder_settings(overrides.all)
+    prepare_slurm_launcher(overrides.all)
     try:
         run_hydra(entry, overrides, multirun, sweep_dir, train_task, rank_settings + folder_settings + start_sweep())
+    except SubmissionRefused as refused:
+        raise refused.error from None
     except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
         if not multirun or not ended.code:
             raise
@@ -225,33 +236,49 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
             log_folders=list(outcome.log_folders),
         )
     except StopRequested as stopped:
-        if in_submitit_job():
-            requeue_after_stop()
+        not_requeued = in_submitit_job() and not requeued_after_stop()
+        resumable = f"resumable from the latest checkpoint {stopped} with global_training.resume.policy=if_exists"
+        result.update(status="stopped", error=f"stopped; {resumable}")
         if this_rank() == 0:
             print(f"stopped on request; the latest checkpoint is {stopped}; resume with "
                   "global_training.resume.policy=if_exists", file=sys.stderr)  # fmt: skip
             if job.multirun:
-                write_result(job, result | {"status": "stopped", "error": f"stopped; latest checkpoint {stopped}"})
+                write_result(job, result)
+        if not_requeued:  # the Submitit job ends with this result, which the sweep summary reports
+            return result
         raise SystemExit(STOPPED_EXIT_CODE) from None
     except (UserError, OSError) as error:
         problem = error if isinstance(error, UserError) else file_system_error(error, WRITTEN_BEFORE_IS_KEPT)
         if not job.multirun:
             print(error_lines(problem), file=sys.stderr)
             raise SystemExit(problem.exit_code) from None
-        result.update(status="failed", error=str(problem))
+        result.update(status="failed", error=str(problem), user_error=True)
     except Exception as error:
         if not job.multirun:
             raise
         logger.error("job failed:\n%s", traceback.format_exc())
         result.update(status="failed", error=f"{type(error).__name__}: {error}")
-    if this_rank() == 0:  # the other tasks of a multi-task job trained the same run
-        try:
-            write_result(job, result)
-        except OSError as error:
-            problem = file_system_error(error, "the run's record of its result is missing; its models are exported")
-            print(f"error: {problem}", file=sys.stderr)
-            raise SystemExit(problem.exit_code) from None
+    if this_rank() != 0:  # the other tasks of a multi-task job trained the same run; rank 0 reports it
+        _record_rank_failure(job, result)
+        return result
+    try:
+        write_result(job, result)
+    except OSError as error:
+        problem = file_system_error(error, "the run's record of its result is missing; its models are exported")
+        print(f"error: {problem}", file=sys.stderr)
+        raise SystemExit(problem.exit_code) from None
     return result
+
+
+def _record_rank_failure(job: HydraJob, result: dict[str, Any]) -> None:
+    """A rank's own error, for the sweep report: rank 0 may only see that this rank left the group."""
+    if result.get("status") != "failed":
+        return
+    logger.error("rank %d failed: %s", this_rank(), result["error"])
+    try:
+        write_rank_result(job, this_rank(), result)
+    except OSError as error:
+        logger.error("rank %d could not record its error: %s", this_rank(), file_system_error(error))
 
 
 @timed("config")

@@ -22,8 +22,8 @@ def main() -> int:
     mode, n, arguments = sys.argv[1], int(sys.argv[2]), sys.argv[3:]
     after_batch = Trainer._after_batch
 
-    def interrupt_after(self, phase):
-        after_batch(self, phase)
+    def interrupt_after(self, phase, ends_epoch):
+        after_batch(self, phase, ends_epoch)
         if self.progress.global_batch == n and mode != "kill-in-checkpoint":
             if mode == "kill-after-batch":
                 os.kill(os.getpid(), signal.SIGKILL)

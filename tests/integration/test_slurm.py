@@ -238,3 +238,55 @@ def test_a_job_that_dies_without_a_result_ends_the_command_with_slurms_reason(cl
     assert returncode == 1
     assert "has not produced any output (state: CANCELLED)" in stderr
     assert "sweep summary" in stdout and "no job results" in stdout
+
+
+def test_a_job_that_sbatch_refuses_is_one_error_naming_the_setting(cluster, tmp_path: Path):
+    folder = project_with(tmp_path, "p", distributed(2))
+    sweep = tmp_path / "sweep"
+    returncode, stdout, stderr = finished(
+        submitted(sweep, folder, cluster, "hydra/launcher=slurm_ddp", "hydra.launcher.partition=nosuch")
+    )
+    assert returncode == 2, stderr[-3000:]
+    errors = [line for line in stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: hydra.launcher.partition: ") and "nosuch" in errors[0]
+    assert "Traceback" not in stderr and "sweep summary" not in stdout
+
+
+@pytest.mark.parametrize("case", list(REQUEUED))
+def test_a_stop_that_submitit_does_not_requeue_ends_the_job_as_stopped_and_resumable(
+    cluster, tmp_path: Path, case: str
+):
+    launcher, config, _ = REQUEUED[case]
+    folder = project_with(tmp_path, "p", config | {"training_plan": {"epochs": 30}})
+    sweep = tmp_path / "sweep"
+    no_requeue = ("hydra.launcher.timeout_min=1", "hydra.launcher.signal_delay_s=1", "hydra.launcher.max_num_timeout=0")
+    job = submitted(sweep, folder, cluster, f"hydra/launcher={launcher}", *no_requeue)
+    wait_for((folder / "checkpoints" / "dist" / "batch-30.pt").exists, "training did not reach batch 30", job)
+    (job_id,) = submitted_ids(sweep)
+    slurm(["scancel", "--signal=USR2", job_id], cluster)  # a time-limit signal, the last one Submitit requeues after
+    returncode, stdout, stderr = finished(job)
+    logs = job_logs(sweep)
+    assert returncode == 75, f"{stderr[-3000:]}\n--- job logs\n{logs[-3000:]}"
+    assert "Traceback" not in stderr and "stopped on SIGUSR2" in logs
+    (result,) = sweep_jobs(sweep)
+    latest_checkpoint = str(folder / "checkpoints" / "dist" / "latest.pt")
+    assert result["status"] == "stopped" and latest_checkpoint in result["error"]
+    assert "stopped" in stdout and latest_checkpoint in stdout
+    assert slurm_states(sweep, cluster) == ["COMPLETED"]  # every task ended, none waited for the time limit
+
+
+def test_a_data_error_of_rank_1_alone_is_the_jobs_error_with_its_rank(cluster, tmp_path: Path):
+    folder = project_with(tmp_path, "p", distributed(2))
+    split = folder / "data" / "events_pt-split0"
+    described = json.loads((split / "metadata.json").read_text())
+    described["batch_files"].reverse()  # 156 then 154 windows: rank 0 reads the first file alone, rank 1 both
+    (split / "metadata.json").write_text(json.dumps(described))
+    shard = split / described["batch_files"][1]["path"]
+    shard.write_bytes(shard.read_bytes()[:20000])
+    sweep = tmp_path / "sweep"
+    returncode, stdout, stderr = finished(submitted(sweep, folder, cluster, "hydra/launcher=slurm_ddp"))
+    assert returncode == 1, stderr[-3000:]
+    (result,) = sweep_jobs(sweep)
+    assert result["status"] == "failed" and "not a readable PT shard" in result["error"], result["error"]
+    assert result["error"].endswith("(rank 1)") and shard.name in result["error"]
+    assert "Connection closed by peer" not in stdout and f"{shard.name}: not a readable PT shard" in stdout
