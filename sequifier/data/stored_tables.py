@@ -187,7 +187,21 @@ def parquet_windows(
         if table.num_rows:
             yield _windows_of(table, wanted, dtypes, value_names, path)
     if waiting is not None and waiting.num_rows:
-        yield _windows_of(waiting, wanted, dtypes, value_names, path)  # names what the incomplete windows lack
+        raise _incomplete_window(waiting, wanted, path)
+
+
+def _incomplete_window(rows: pa.Table, wanted: list[str], path: Path) -> UserError:
+    """The first window left without a row of every column once the whole file is read."""
+    keys = np.column_stack([rows.column(name).to_numpy().astype(np.int64) for name in list(IDENTIFIER_COLUMNS)[:2]])
+    window = keys[0]
+    mine = (keys == window).all(axis=1)
+    held = set(rows.column(INPUT_COLUMN).filter(pa.array(mine)).to_pylist())
+    lacking = [column for column in wanted if column not in held]
+    return UserError(
+        str(path),
+        f"window {_spelled(window)} has a row of {', '.join(map(repr, sorted(held)))} but none of "
+        f"{', '.join(map(repr, lacking))} beside it (a row missing, or one repeated elsewhere in the file)",
+    )
 
 
 def _whole_windows(table: pa.Table, columns: int) -> np.ndarray:
@@ -237,9 +251,7 @@ def _rows_in_window_order(
     ordered = {first: reference}
     for column in wanted[1:]:
         rows = rows_by_column[column]
-        if rows.shape != reference.shape:
-            raise UserError(str(path), f"column {column!r} has {rows.size} windows, {first!r} has {reference.size}")
-        if not np.array_equal(bookkeeping[rows], bookkeeping[reference]):
+        if rows.shape != reference.shape or not np.array_equal(bookkeeping[rows], bookkeeping[reference]):
             rows = _matched_rows(rows, reference, bookkeeping, (column, first), path)
         ordered[column] = rows
     return ordered
@@ -259,6 +271,10 @@ def _matched_rows(
             raise UserError(
                 str(path), f"window {_spelled(key[repeated[0]])} has two rows of column {name!r}; a window has one"
             )
+    if len(sorted_keys[0]) != len(sorted_keys[1]):
+        held = [{tuple(key) for key in keys.tolist()} for keys in sorted_keys]
+        lacking, window = (column, min(held[0] - held[1])) if held[0] - held[1] else (first, min(held[1] - held[0]))
+        raise UserError(str(path), f"column {lacking!r} has no row for window {_spelled(np.array(window))}")
     differing = np.flatnonzero((sorted_keys[0] != sorted_keys[1]).any(axis=1))
     if differing.size:
         missing = sorted_keys[0][differing[0]]

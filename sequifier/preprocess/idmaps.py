@@ -127,8 +127,12 @@ def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> Cat
         names = [{"True": "1", "False": "0"}.get(name, name) for name in names]  # a map 3.x wrote spells 1 and 0
     _check_reserved_spellings(column, names)
     ids = np.array([meaning.id_map.get(name, OTHER_ID) for name in names], dtype=np.int64)
-    if ids.size and (ids == OTHER_ID).all() and not any(name in meaning.id_map for name in names):
+    unknown = [name for name in names if name not in meaning.id_map]
+    if ids.size and len(unknown) == len(names):
         log(f"warning: {column}: none of its values is in the id map used, so every one becomes [other]")
+    elif unknown:
+        shown = ", ".join(repr(name) for name in unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+        log(f"warning: {column}: {len(unknown)} of its values are not in the id map used and become [other] ({shown})")
     return CategoricalCodes(values, ids)
 
 

@@ -17,7 +17,7 @@ from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line
-from sequifier.preprocess.idmaps import spelled_as_text
+from sequifier.preprocess.idmaps import ID_MAP_RESERVED, spelled_as_text
 from sequifier.preprocess.progress import log
 
 BATCH_ROWS = 1 << 16
@@ -328,9 +328,10 @@ def _text_spelled(schema: pa.Schema, reused_maps: Mapping[str, dict[str, int]], 
         and spelled_as_text(reused_maps[field.name], field.type)
     ]
     for name in found:
+        spelled = ", ".join(repr(v) for v in [v for v in reused_maps[name] if v not in ID_MAP_RESERVED][:3])
         log(
-            f"{name!r} is read as text: {config.metadata_config_path} spells its values so, "
-            f"not as {schema.field(name).type}"
+            f"{name!r} is read as text: {config.metadata_config_path} spells its values ({spelled}, ...) otherwise "
+            f"than this input's {schema.field(name).type} values would be"
         )
     return found
 

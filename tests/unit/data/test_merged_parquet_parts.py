@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -78,8 +80,20 @@ def test_a_window_without_a_row_of_a_column_is_named(tmp_path, monkeypatch):
     kept[last_amount] = False
     pq.write_table(table.filter(pa.array(kept)), tmp_path / "short.parquet")
     _batched(monkeypatch, 8)
-    with pytest.raises(UserError, match="has 0 windows|has no row for window"):
+    with pytest.raises(UserError, match=r"has a row of 'event' but none of 'amount' beside it \(a row missing"):
         list(merged_parquet_parts(tmp_path / "short.parquet", COLUMNS, {"event"}, 1000))
+
+
+@pytest.mark.parametrize("rows", [8, 100_000])
+def test_a_repeated_row_of_a_window_is_named_by_its_window(rows, tmp_path, monkeypatch):
+    table = pq.read_table(SPLIT)
+    repeated = pa.concat_tables([table.slice(0, 8), table.slice(0, 1), table.slice(8)])
+    pq.write_table(repeated.replace_schema_metadata(table.schema.metadata), tmp_path / "repeated.parquet")
+    _batched(monkeypatch, rows)
+    first = table.slice(0, 1).to_pylist()[0]
+    window = f"window (sequenceId {first['sequenceId']}, subsequenceId {first['subsequenceId']})"
+    with pytest.raises(UserError, match=re.escape(window)):
+        list(merged_parquet_parts(tmp_path / "repeated.parquet", COLUMNS, {"event"}, 1000))
 
 
 def test_a_column_not_stored_is_named_before_any_window_is_read(tmp_path):

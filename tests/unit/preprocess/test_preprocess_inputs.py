@@ -459,3 +459,22 @@ def test_a_csv_column_is_read_as_its_reused_metadata_spells_its_values(
     )
     stored = load_split(tmp_path / later["split_paths"][0], ["code"], ["code"]).columns["code"]
     assert list(stored[0]) == [id_map[spelling] for spelling in later_spellings or later_values]
+
+
+def test_values_a_reused_map_does_not_know_are_warned_about_by_name(tmp_path, monkeypatch, capsys):
+    one_column_csv(tmp_path, monkeypatch, ["007", "7", "TRUE", "1"], categorical_columns=["code"])
+    capsys.readouterr()
+    one_column_csv(
+        tmp_path,
+        monkeypatch,
+        ["007", "+7", "7", "08"],
+        name="later",
+        per_sequence=4,
+        window_length=4,
+        metadata_config_path="configs/metadata_configs/codes.json",
+    )
+    said = capsys.readouterr().err
+    assert (
+        "'code' is read as text: configs/metadata_configs/codes.json spells its values ('007', '1', '7', ...)" in said
+    )
+    assert "warning: code: 2 of its values are not in the id map used and become [other] ('+7', '08')" in said
