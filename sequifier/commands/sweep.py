@@ -163,8 +163,11 @@ def report_sweep(sweep_dir: Path) -> int:
 
 
 def sweep_exit_code(results: list[dict[str, Any]]) -> int:
-    """0 when every job is ok, STOPPED_EXIT_CODE when the others all stopped (resumable), else 1."""
-    unfinished = {r.get("status") for r in results} - {"ok"}
-    if not results or unfinished - {"stopped"}:
+    """0 when every job is ok; 1 when none reported or a job failed unexpectedly; 2 when the failed jobs all failed
+    on a configuration or data error; STOPPED_EXIT_CODE when the unfinished jobs all stopped (resumable)."""
+    failed = [r for r in results if r.get("status") not in ("ok", "stopped")]
+    if not results or any(not r.get("user_error") for r in failed):
         return 1
-    return STOPPED_EXIT_CODE if unfinished else 0
+    if failed:
+        return 2
+    return STOPPED_EXIT_CODE if any(r.get("status") == "stopped" for r in results) else 0

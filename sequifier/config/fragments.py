@@ -17,8 +17,8 @@ from sequifier.config.files import read_yaml_mapping
 
 KEY = "additional_config_paths"
 HYDRA_TOP_LEVEL = {
-    "hydra": "Hydra settings (callbacks, launchers, ...) can run code; `sequifier train` takes launchers and run "
-    "folders on its command line (hydra/launcher=..., hydra.run.dir=...)",
+    "hydra": "Hydra settings (callbacks, launchers, ...) can run code, so no config file holds them; a training's "
+    "launcher and run folder go on the `sequifier train` command line (hydra/launcher=..., hydra.run.dir=...)",
     "defaults": "a defaults list makes Hydra read further files; `sequifier train` selects presets on its command "
     f"line (group=option), and a config of any command merges further files listed in {KEY}",
 }

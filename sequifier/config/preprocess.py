@@ -299,7 +299,12 @@ def _resolved(config: PreprocessConfig, problems: ProblemList) -> PreprocessConf
     root = (Path.cwd() / Path(config.project_root).expanduser()).resolve()
     data = root / Path(config.preprocessing_data_path).expanduser()
     read_format = config.read_format
-    if read_format is None and data.is_dir():
+    if read_format is None and data.is_dir() and data.resolve() == root / "data":
+        problems.add(
+            str(data),
+            "the input folder is the output folder (<project_root>/data); move the input files into a subfolder",
+        )
+    elif read_format is None and data.is_dir():
         read_format = _folder_read_format(data, problems)
     elif read_format is None:
         read_format = READ_FORMATS.get(data.suffix.lower())

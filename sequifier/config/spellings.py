@@ -73,7 +73,7 @@ def _rename_fields(node: Any, renames: dict[str, str], where: str) -> None:
     for old, new in renames.items():
         if old not in node:
             continue
-        if new in node:
+        if node.get(new) is not None:  # null is the schema's default, which composition writes in
             raise UserError(f"{where}.{old}", f"is the sequifier 3.x spelling of {where}.{new}; set only one of them")
         node[new] = node.pop(old)
 

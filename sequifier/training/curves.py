@@ -46,8 +46,12 @@ def _save(figure, path: Path) -> Path:
 
 
 def _line(axes, by_epoch: dict[int, float], **style) -> None:
+    """One series over epochs; a lone point of a series drawn without markers gets a dash, to be seen."""
     epochs = sorted(by_epoch)
-    axes.plot(epochs, [by_epoch[e] for e in epochs], **({"marker": "o", "markersize": 3} | style))
+    style = {"marker": "o", "markersize": 3} | style
+    if len(epochs) == 1 and style["marker"] is None:
+        style |= {"marker": "_", "markersize": 24}
+    axes.plot(epochs, [by_epoch[e] for e in epochs], **style)
 
 
 def check_floors(folder: Path, history: History, floors: dict[str, float] | None) -> list[str]:

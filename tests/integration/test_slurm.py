@@ -220,7 +220,7 @@ def test_a_failing_job_shows_its_error_in_the_summary_and_the_command_fails(clus
     sweep = reference_project / "sweep"
     job = submitted(sweep, reference_project, cluster, "hydra/launcher=submitit_slurm", "seed=1", "--skip-metadata")
     returncode, stdout, stderr = finished(job)
-    assert returncode == 1, stderr[-3000:]
+    assert returncode == 2, stderr[-3000:]  # a data error
     (result,) = sweep_jobs(sweep)
     assert result["status"] == "failed" and "events-split1.parquet" in result["error"]
     assert "failed" in stdout and "events-split1.parquet" in stdout
@@ -285,7 +285,7 @@ def test_a_data_error_of_rank_1_alone_is_the_jobs_error_with_its_rank(cluster, t
     shard.write_bytes(shard.read_bytes()[:20000])
     sweep = tmp_path / "sweep"
     returncode, stdout, stderr = finished(submitted(sweep, folder, cluster, "hydra/launcher=slurm_ddp"))
-    assert returncode == 1, stderr[-3000:]
+    assert returncode == 2, stderr[-3000:]  # rank 1's data error
     (result,) = sweep_jobs(sweep)
     assert result["status"] == "failed" and "not a readable PT shard" in result["error"], result["error"]
     assert result["error"].endswith("(rank 1)") and shard.name in result["error"]

@@ -65,7 +65,7 @@ def test_a_failing_job_is_reported_and_the_sweep_goes_on(reference_project: Path
     write_yaml(reference_project / "configs" / "train.yaml", config)
     (reference_project / "data" / "events-split1.parquet").write_bytes(b"not parquet")
     result = run_sequifier(["train", "-m", "seed=1,2", "--skip-metadata"], reference_project)
-    assert result.returncode == 1
+    assert result.returncode == 2  # a data error
     jobs = [json.loads(p.read_text()) for p in (reference_project / "multirun").glob("*/*/*/result.json")]
     assert len(jobs) == 2 and all(job["status"] == "failed" for job in jobs)
     assert "events-split1.parquet" in result.stdout

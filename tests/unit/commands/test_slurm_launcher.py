@@ -170,10 +170,23 @@ def test_a_stop_that_submitit_does_not_requeue_ends_the_task(handler_on_usr2, mo
 
 @pytest.mark.parametrize(
     ("statuses", "code"),
-    [(["ok", "ok"], 0), (["ok", "stopped"], 75), (["stopped"], 75), (["stopped", "failed"], 1), ([], 1)],
+    [
+        (["ok", "ok"], 0),
+        (["ok", "stopped"], 75),
+        (["stopped"], 75),
+        (["stopped", "failed"], 1),
+        (["ok", "failed by the user"], 2),
+        (["stopped", "failed by the user"], 2),
+        (["failed by the user", "failed"], 1),
+        ([], 1),
+    ],
 )
-def test_a_sweep_whose_unfinished_jobs_all_stopped_exits_as_stopped(statuses, code):
-    assert sweep_exit_code([{"status": status} for status in statuses]) == code
+def test_a_sweeps_exit_code_says_how_its_jobs_ended(statuses, code):
+    results = [
+        {"status": "failed", "user_error": True} if status == "failed by the user" else {"status": status}
+        for status in statuses
+    ]
+    assert sweep_exit_code(results) == code
 
 
 def test_a_ranks_own_error_is_its_jobs_error(tmp_path: Path, monkeypatch):

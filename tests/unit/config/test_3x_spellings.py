@@ -141,3 +141,17 @@ def test_constant_needs_its_value():
     config["model"]["backbone"]["initialization"] = {"normalization": {"weight": {"method": "constant"}}}
     with pytest.raises(UserError, match=r"normalization\.weight\.value: constant needs the value"):
         canonical_config(config)
+
+
+def test_the_3x_early_stopping_spelling_alone_in_a_file_is_read_through_composition(tmp_path):
+    from conftest import tiny_train_config, write_yaml
+
+    from sequifier.config.compose import compose_config
+
+    config = tiny_train_config()
+    config["global_training"]["early_stopping_epochs"] = 3
+    composed = compose_config(write_yaml(tmp_path / "train.yaml", config), [])
+    assert canonical_config(composed).global_training.early_stopping_patience == 3
+    config["global_training"]["early_stopping_patience"] = 2
+    with pytest.raises(UserError, match="set only one of them"):
+        canonical_config(compose_config(write_yaml(tmp_path / "both.yaml", config), []))

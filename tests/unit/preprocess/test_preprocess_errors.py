@@ -348,6 +348,14 @@ CASES = [
         "output folder",
     ),
     (
+        "output folder holding csv and parquet input",
+        {"preprocessing_data_path": "data", "read_format": None},
+        {"data/a.parquet": good_table(), "data/b.csv": "sequenceId\n1\n"},
+        None,
+        "{root}/data",
+        "output folder",
+    ),
+    (
         "folder without data files",
         FOLDER,
         {f"{PARTS}/notes.txt": "hello"},

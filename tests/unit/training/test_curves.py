@@ -118,3 +118,18 @@ def test_floors_are_checked_against_every_folder_before_any_picture_is_drawn(tmp
     with pytest.raises(UserError, match="has no target 'event'"):
         plot.run(argparse.Namespace(folders=[first, second], floor=["event=1.0"]))
     assert not (first / CURVES_FILE).exists()
+
+
+def test_a_series_of_one_epoch_drawn_without_markers_is_seen():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from matplotlib import pyplot
+
+    from sequifier.training.curves import _line
+
+    figure, axes = pyplot.subplots()
+    _line(axes, {1: 2.0}, linestyle="--", marker=None)
+    _line(axes, {1: 2.0, 2: 1.0}, linestyle="--", marker=None)
+    assert [line.get_marker() for line in axes.lines] == ["_", "None"]
+    pyplot.close(figure)
