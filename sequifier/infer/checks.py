@@ -154,8 +154,9 @@ def check_dropout(infer_with_dropout: bool, contract: dict[str, Any], model_file
 
 
 def check_probability_columns(config: InferConfig, contract: dict[str, Any], model_file: Path) -> None:
-    """Probability files name a column per class by its raw value, next to the row identifiers: the two must differ."""
-    if not (config.output_probabilities and config.decode_categories and config.model_type == "generative"):
+    """Decoded predictions and probability columns name each class by its raw value: no two classes may share a
+    name, and in probability files no class the name of a row identifier."""
+    if not (config.decode_categories and config.model_type == "generative"):
         return
     for target in contract["target_columns"]:
         column = contract["columns"][target]
@@ -166,12 +167,12 @@ def check_probability_columns(config: InferConfig, contract: dict[str, Any], mod
         repeated = sorted({name for name in names if names.count(name) > 1})
         if repeated:
             raise UserError(
-                "output_probabilities",
+                "decode_categories",
                 f"target {target!r} of {model_file.name} names two classes {repeated[0]!r} (a value spelled like the "
-                "name of an unused id), so one probabilities column would overwrite the other; set "
-                "decode_categories: false (columns named by class id) or output_probabilities: false",
+                "name of an unused id), so decoded predictions could not tell them apart (and one probabilities "
+                "column would overwrite the other); set decode_categories: false (classes named by id)",
             )
-        if clashes:
+        if clashes and config.output_probabilities:
             raise UserError(
                 "output_probabilities",
                 f"target {target!r} of {model_file.name} has the class value {clashes[0]!r}, which would overwrite "

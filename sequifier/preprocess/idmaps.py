@@ -57,18 +57,23 @@ def value_names(values: pa.Array) -> list[str]:
     """Values as id maps spell them: Python's str, with float16 and float32 values in their own width's shortest
     spelling (0.1, not the 0.10000000149011612 of the value widened to a Python float)."""
     if pa.types.is_float16(values.type) or pa.types.is_float32(values.type):
-        return [str(value) for value in values.to_numpy(zero_copy_only=False)]
+        # the width's shortest digits, spelled as Python spells that number (numpy's own str writes 1e+03, 1e-04)
+        shortest = (np.format_float_positional(value, unique=True) for value in values.to_numpy(zero_copy_only=False))
+        return [str(float(digits)) for digits in shortest]
     return [str(value) for value in values.to_pylist()]
 
 
-def spelled_as_text(id_map: dict[str, int], inferred: pa.DataType) -> bool:
-    """Whether a map's values are spelled otherwise than values of the `inferred` type are (`007` for an integer,
-    `TRUE` for a boolean): it was made from a column read as text, so a csv column must be read as text to meet it."""
+def text_spellings(id_map: dict[str, int], inferred: pa.DataType) -> list[str]:
+    """A map's values spelled otherwise than values of the `inferred` type are (`007` for an integer, `TRUE` for a
+    boolean): a map that has some was made from a column read as text, so a csv column must be read as text."""
     if pa.types.is_string(inferred) or pa.types.is_large_string(inferred) or pa.types.is_null(inferred):
-        return False
-    spellings = [name for name in id_map if name not in ID_MAP_RESERVED]
+        return []
+    return [name for name in id_map if name not in ID_MAP_RESERVED and _spelled_otherwise(name, inferred)]
+
+
+def _spelled_otherwise(name: str, inferred: pa.DataType) -> bool:
     try:
-        return value_names(pa.array(spellings, pa.string()).cast(inferred)) != spellings
+        return value_names(pa.array([name], pa.string()).cast(inferred)) != [name]
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
         return True
 

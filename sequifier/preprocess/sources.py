@@ -17,7 +17,7 @@ from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line
-from sequifier.preprocess.idmaps import ID_MAP_RESERVED, spelled_as_text
+from sequifier.preprocess.idmaps import text_spellings
 from sequifier.preprocess.progress import log
 
 BATCH_ROWS = 1 << 16
@@ -320,19 +320,18 @@ def open_source(config: PreprocessConfig, reused_maps: Mapping[str, dict[str, in
 def _text_spelled(schema: pa.Schema, reused_maps: Mapping[str, dict[str, int]], config: PreprocessConfig) -> list[str]:
     """Undeclared csv columns whose reused id map spells its values as text ('007', 'TRUE'), logged."""
     declared = set(config.categorical_columns or ()) | set(config.real_columns or ())
-    found = [
-        field.name
-        for field in schema
-        if field.name in reused_maps
-        and field.name not in declared
-        and spelled_as_text(reused_maps[field.name], field.type)
-    ]
-    for name in found:
-        spelled = ", ".join(repr(v) for v in [v for v in reused_maps[name] if v not in ID_MAP_RESERVED][:3])
-        log(
-            f"{name!r} is read as text: {config.metadata_config_path} spells its values ({spelled}, ...) otherwise "
-            f"than this input's {schema.field(name).type} values would be"
-        )
+    found = []
+    for field in schema:
+        if field.name not in reused_maps or field.name in declared:
+            continue
+        spelled = text_spellings(reused_maps[field.name], field.type)
+        if spelled:
+            found.append(field.name)
+            shown = ", ".join(repr(name) for name in spelled[:3]) + (", ..." if len(spelled) > 3 else "")
+            log(
+                f"{field.name!r} is read as text: {config.metadata_config_path} spells values as this input's "
+                f"{field.type} values would not be ({shown})"
+            )
     return found
 
 

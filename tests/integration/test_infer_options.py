@@ -217,6 +217,10 @@ def test_class_values_that_would_overwrite_a_probabilities_column_are_refused_un
     onnx.save(model, str(project / "models" / "clash-last-1.onnx"))
     with pytest.raises(UserError, match=rf"names two classes '\[unused {unused}\]'"):
         infer(project, "clash-last-1.onnx", output_probabilities=True)
+    with pytest.raises(UserError, match="decoded predictions could not tell them apart") as refused:
+        infer(project, "clash-last-1.onnx")
+    assert refused.value.where == "decode_categories"
+    infer(project, "clash-last-1.onnx", decode_categories=False)
 
 
 def test_a_missing_folder_on_the_way_to_a_model_or_split_is_named(project: Path, tmp_path: Path):

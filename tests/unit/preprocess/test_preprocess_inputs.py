@@ -474,7 +474,6 @@ def test_values_a_reused_map_does_not_know_are_warned_about_by_name(tmp_path, mo
         metadata_config_path="configs/metadata_configs/codes.json",
     )
     said = capsys.readouterr().err
-    assert (
-        "'code' is read as text: configs/metadata_configs/codes.json spells its values ('007', '1', '7', ...)" in said
-    )
+    read_as_text = "'code' is read as text: configs/metadata_configs/codes.json spells values as this input's double"
+    assert f"{read_as_text} values would not be ('007', '1', '7', ...)" in said
     assert "warning: code: 2 of its values are not in the id map used and become [other] ('+7', '08')" in said
