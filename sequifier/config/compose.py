@@ -346,6 +346,8 @@ def _preset_group_hint(group: str, override: str) -> str:
     section = group.replace("/", ".")
     presets = group_presets(group)
     choose = f"choose a preset with {group}=<preset> (one of {', '.join(presets)})"
+    if key.rpartition(".")[2] == "lr" and section == "global_training.optimizer":
+        return "is not in the config file, and sequifier sets its lr from global_training.learning_rate: set that"
     if key == section and value in presets:
         return f"is a preset group, not a field: choose the preset with {group}={value}"
     if key == section:

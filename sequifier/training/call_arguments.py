@@ -16,7 +16,9 @@ from sequifier.config.schema import default_call
 from sequifier.config.typed import ProblemList
 from sequifier.training.optimization import DEVICE_BOUND, OWNED_ARGUMENTS, torch_class, trial_refusal
 
-TRIAL_STEPS = 2  # steps of the trial schedule; a scheduler the config gives no duration lasts this long
+# Lengths of the trial schedule where the config gives none: a refusal must hold for both, since one length alone
+# can be degenerate for some arguments (OneCycleLR's pct_start x length = 1); the real length is tried at training.
+TRIAL_LENGTHS = (1000, 1001)
 NUMBER_NAMES = {"float", "int"}
 
 
@@ -128,7 +130,8 @@ def _trial_step(learning_rate: float, calls: dict[str, dict | None], problems: P
 
 def _trial(learning_rate: float, calls: dict[str, dict | None]) -> Exception | None:
     """What torch raises when it builds these calls on a stand-in parameter and steps each once."""
-    return trial_refusal(learning_rate, calls, TRIAL_STEPS, steps=1)
+    errors = [trial_refusal(learning_rate, calls, length, steps=1) for length in TRIAL_LENGTHS]
+    return errors[0] if all(errors) else None
 
 
 def _refusal(call: dict[str, Any], error: Exception) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import warnings
 from typing import Any, Callable, Iterable
 
@@ -16,6 +17,7 @@ TAKES_TOTAL_STEPS = {
     "LinearLR": "total_iters",
     "CosineAnnealingLR": "T_max",
 }
+logger = logging.getLogger("sequifier")
 DEVICE_BOUND = ("fused", "capturable")  # optimizer arguments torch accepts on some devices only
 OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}  # set by sequifier, never by a config
 
@@ -76,15 +78,25 @@ def check_filled_durations(training, durations: list[int], per_batch: bool, cont
     for duration in sorted(set(durations)):
         optimizer = {k: v for k, v in training.optimizer.items() if k not in DEVICE_BOUND}
         error = trial_refusal(training.learning_rate, {"optimizer": optimizer, "scheduler": call}, duration)
+        unit = "optimizer steps" if per_batch else "epochs"
+        span = "the run's" if continuous else "a phase's"
         if error is not None:
-            unit = "optimizer steps" if per_batch else "epochs"
-            span = "the run's" if continuous else "a phase's"
             said = " ".join(str(error).split())[:300] or type(error).__name__
+            settable = per_batch or continuous  # an epoch-stepped length in reset mode is the phase's alone
+            fix = f"set global_training.scheduler.{argument}, or change" if settable else "change the epochs or"
             raise UserError(
                 "global_training.scheduler",
                 f"torch fails stepping {call['name']} through {argument}={duration} ({span} {unit}, set by sequifier "
-                f"since the config leaves {argument} out): {said}; set global_training.scheduler.{argument}, or "
-                "change its other arguments (OneCycleLR: pct_start x total_steps must not be 1)",
+                f"since the config leaves {argument} out): {said}; {fix} its other arguments (OneCycleLR: "
+                "pct_start x total_steps must not be 1), or step it per batch (global_training.scheduler_step_on: "
+                "batch)",
+            )
+        if call["name"] == "OneCycleLR" and duration == 1:
+            logger.warning(
+                "OneCycleLR lasts %s %s (1, set by sequifier), so it trains at its final, smallest learning "
+                "rate throughout; step it per batch (global_training.scheduler_step_on: batch) or train more epochs",
+                span,
+                unit,
             )
 
 

@@ -186,3 +186,9 @@ def test_a_mapping_the_file_holds_is_merged_and_the_advice_replaces_or_extends_i
         config_file, ["~global_training.optimizer", "+global_training.optimizer={name: SGD, momentum: 0.9}"]
     )
     assert replaced["global_training"]["optimizer"] == {"name": "SGD", "momentum": 0.9}
+
+
+def test_an_optimizers_lr_is_pointed_to_the_learning_rate(config_file):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, ["global_training.optimizer.lr=0.01"])
+    assert caught.value.problem.endswith("sequifier sets its lr from global_training.learning_rate: set that")

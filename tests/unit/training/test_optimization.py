@@ -120,3 +120,41 @@ def test_a_too_short_one_cycle_in_continuous_mode_names_the_runs_steps():
     with pytest.raises(UserError) as error:
         lifecycle(False, "batch", {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 5})
     assert "the run steps it 6 times" in error.value.problem and "it then lasts the run" in error.value.problem
+
+
+@pytest.mark.parametrize(
+    "scheduler, refused",
+    [
+        ({"name": "OneCycleLR", "max_lr": 0.01, "pct_start": 0.5}, None),  # degenerate only over 2 steps
+        ({"name": "OneCycleLR", "max_lr": 0.01, "pct_start": 0.5, "three_phase": True}, None),
+        ({"name": "OneCycleLR", "max_lr": 0.1, "anneal_strategy": "lin"}, "global_training.scheduler.anneal_strategy"),
+    ],
+)
+def test_config_checks_refuse_only_what_fails_whatever_the_length_sequifier_sets(scheduler, refused):
+    from sequifier.config.typed import ProblemList
+    from sequifier.training.call_arguments import check_arguments
+
+    problems = ProblemList()
+    check_arguments("cpu", 0.001, {"optimizer": {"name": "AdamW"}, "scheduler": scheduler}, problems)
+    assert [problem.where for problem in problems.problems] == ([refused] if refused else [])
+
+
+def test_a_one_cycle_of_one_epoch_is_warned_about(caplog):
+    scheduler = {"name": "OneCycleLR", "max_lr": 0.1}
+    training = GlobalTrainingConfig(
+        context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler, scheduler_step_on="epoch"
+    )
+    with caplog.at_level("WARNING", logger="sequifier"):
+        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[1], phase_steps=[9])
+    assert "trains at its final, smallest learning rate throughout" in caplog.text
+
+
+def test_a_refused_epoch_stepped_length_in_reset_mode_is_not_told_to_set_it():
+    scheduler = {"name": "OneCycleLR", "max_lr": 0.1, "pct_start": 0.2}
+    training = GlobalTrainingConfig(
+        context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler, scheduler_step_on="epoch"
+    )
+    with pytest.raises(UserError) as error:
+        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[5], phase_steps=[9])
+    assert "set global_training.scheduler.total_steps" not in error.value.problem
+    assert "change the epochs or its other arguments" in error.value.problem
