@@ -21,6 +21,7 @@ from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, con
 
 INPUT_COLUMN = "inputCol"
 WINDOW_LENGTH_KEY = b"sequifier.window_length"
+BATCH_ROWS = 65_536  # rows of a merged Parquet split read at a time
 
 
 def value_column_names(window_length: int) -> list[str]:
@@ -161,7 +162,7 @@ def parquet_window_count(path: Path, wanted: list[str]) -> int:
 
 
 def parquet_windows(
-    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], batch_rows: int = 65_536
+    path: Path, wanted: list[str], dtypes: dict[str, np.dtype], batch_rows: int = BATCH_ROWS
 ) -> Iterator[StoredWindows]:
     """The windows of a merged Parquet split in the order their last rows come, read `batch_rows` rows at a time.
 
@@ -192,7 +193,7 @@ def parquet_windows(
 
 def _incomplete_window(rows: pa.Table, wanted: list[str], path: Path) -> UserError:
     """The first window left without a row of every column once the whole file is read."""
-    keys = np.column_stack([rows.column(name).to_numpy().astype(np.int64) for name in list(IDENTIFIER_COLUMNS)[:2]])
+    keys = _window_keys(rows)
     window = keys[0]
     mine = (keys == window).all(axis=1)
     held = set(rows.column(INPUT_COLUMN).filter(pa.array(mine)).to_pylist())
@@ -204,9 +205,14 @@ def _incomplete_window(rows: pa.Table, wanted: list[str], path: Path) -> UserErr
     )
 
 
+def _window_keys(table: pa.Table) -> np.ndarray:
+    """(sequenceId, subsequenceId) of each row, as [rows, 2] int64."""
+    return np.column_stack([table.column(name).to_numpy().astype(np.int64) for name in list(IDENTIFIER_COLUMNS)[:2]])
+
+
 def _whole_windows(table: pa.Table, columns: int) -> np.ndarray:
     """Per row, whether its window (sequenceId, subsequenceId) has at least one row per column in `table`."""
-    keys = np.column_stack([table.column(name).to_numpy().astype(np.int64) for name in list(IDENTIFIER_COLUMNS)[:2]])
+    keys = _window_keys(table)
     if not len(keys):
         return np.zeros(0, dtype=bool)
     _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
@@ -224,7 +230,7 @@ def _opened_parquet(path: Path) -> pq.ParquetFile:
 
 
 def _batches(
-    parquet: pq.ParquetFile, path: Path, columns: list[str], batch_rows: int = 65_536
+    parquet: pq.ParquetFile, path: Path, columns: list[str], batch_rows: int = BATCH_ROWS
 ) -> Iterator[pa.RecordBatch]:
     try:
         yield from parquet.iter_batches(batch_size=batch_rows, columns=columns)

@@ -14,7 +14,7 @@ from typing import Any
 from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import default_call
 from sequifier.config.typed import ProblemList
-from sequifier.training.optimization import DEVICE_BOUND, OWNED_ARGUMENTS, torch_class, trial_refusal
+from sequifier.training.optimization import OWNED_ARGUMENTS, torch_class, trial_refusal, without_device_bound
 
 # Lengths of the trial schedule where the config gives none: a refusal must hold for both, since one length alone
 # can be degenerate for some arguments (OneCycleLR's pct_start x length = 1); the real length is tried at training.
@@ -45,7 +45,7 @@ def check_arguments(device: str, learning_rate: float, calls: dict[str, dict | N
             _check_names_and_types(kind, call, problems)
     if len(problems.problems) == before and not _defaults_only(calls):
         if device != "cpu":
-            calls = {kind: _without_device_bound(call) for kind, call in calls.items()}
+            calls = {kind: without_device_bound(call) for kind, call in calls.items()}
         _trial_step(learning_rate, calls, problems)
 
 
@@ -54,10 +54,6 @@ def _defaults_only(calls: dict[str, dict | None]) -> bool:
     torch._dynamo's import, 1-2 s, where a refused or distributed run would otherwise not load it)."""
     scheduler = calls.get("scheduler")
     return set(calls["optimizer"]) == {"name"} and scheduler in (None, default_call("scheduler"))
-
-
-def _without_device_bound(call: dict[str, Any] | None) -> dict[str, Any] | None:
-    return None if call is None else {k: v for k, v in call.items() if k not in DEVICE_BOUND}
 
 
 def _check_names_and_types(kind: str, call: dict[str, Any], problems: ProblemList) -> None:

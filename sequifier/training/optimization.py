@@ -76,8 +76,8 @@ def check_filled_durations(training, durations: list[int], per_batch: bool, cont
     if argument is None or argument in call:
         return
     for duration in sorted(set(durations)):
-        optimizer = {k: v for k, v in training.optimizer.items() if k not in DEVICE_BOUND}
-        error = trial_refusal(training.learning_rate, {"optimizer": optimizer, "scheduler": call}, duration)
+        calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": call}
+        error = trial_refusal(training.learning_rate, calls, duration)
         unit = "optimizer steps" if per_batch else "epochs"
         span = "the run's" if continuous else "a phase's"
         if error is not None:
@@ -98,6 +98,11 @@ def check_filled_durations(training, durations: list[int], per_batch: bool, cont
                 span,
                 unit,
             )
+
+
+def without_device_bound(call: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A call without the optimizer arguments torch accepts on some devices only."""
+    return None if call is None else {k: v for k, v in call.items() if k not in DEVICE_BOUND}
 
 
 def trial_refusal(
