@@ -68,7 +68,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--data-path", action=_Once, type=_given, help="input file or folder, overriding preprocessing_data_path"
     )
     preprocess.add_argument(
-        "--selected-columns", action=_Once, help="comma-separated columns to keep, overriding selected_columns"
+        "--selected-columns",
+        action=_Once,
+        help="columns to keep, overriding selected_columns: comma-separated, or a YAML list for names with commas",
     )
     preprocess.add_argument(
         "--randomize",

@@ -13,12 +13,14 @@ A worker that fails makes the whole job fail, naming the rank and its error.
 from __future__ import annotations
 
 import logging
+import multiprocessing.connection
 import os
 import signal
 import socket
 import sys
 from dataclasses import replace
 from datetime import timedelta
+from multiprocessing import resource_tracker
 from pathlib import Path
 
 import torch
@@ -31,7 +33,7 @@ from sequifier.distributed.environment import TORCHRUN_VARIABLES
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
-from sequifier.fast_exit import leave
+from sequifier.fast_exit import Terminated, leave
 from sequifier.standard_streams import keep_streams_writable
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
@@ -115,6 +117,7 @@ def _spawned(spec: RunSpec) -> TrainResult:
     check_shares(spec, world_size)
     os.environ["MASTER_ADDR"] = "127.0.0.1"
     os.environ["MASTER_PORT"] = str(free_port())
+    _start_resource_tracker_deaf_to_user_signals()
     outcomes = mp.get_context("spawn").SimpleQueue()
     logger.info("starting %d training processes on this node", world_size)
     try:
@@ -122,12 +125,12 @@ def _spawned(spec: RunSpec) -> TrainResult:
             ranks = _started_with_stops_held(world_size, spec, outcomes)
             try:
                 stops.watch(ranks.processes)
-                while not ranks.join(timeout=FORWARD_EVERY_S):
-                    stops.repeat()
+                _supervise(ranks, stops)
             finally:
                 _remove_error_files(ranks)
     except mp.ProcessExitedException as ended:
         _raise_reported(_drain(outcomes))
+        stops.raise_if_stopped_at_once()
         raise UserError(
             "global_training.distributed", f"training process of rank {ended.error_index} {_how(ended)}"
         ) from None
@@ -151,6 +154,38 @@ def _started_with_stops_held(world_size: int, spec: RunSpec, outcomes) -> mp.Pro
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
+def _supervise(ranks: mp.ProcessContext, stops: _StopsForwarded) -> None:
+    """Wait for the ranks, forwarding stops. Once one fails, the others are killed at once: they wait in collectives
+    that cannot complete without it (torch would send them SIGTERM, which a starting rank ignores, and wait 30 s)."""
+    while True:
+        live = [process for process in ranks.processes if process.exitcode is None]
+        failed = any(process.exitcode not in (None, 0) for process in ranks.processes)
+        if failed or not live:
+            break
+        multiprocessing.connection.wait([process.sentinel for process in live], timeout=FORWARD_EVERY_S)
+        stops.repeat()
+    if failed:
+        for process in live:
+            process.kill()
+            process.join()
+            del ranks.sentinels[process.sentinel]  # so that the join below names the rank that failed, not these
+    ranks.join()  # raises for a failed rank as torch does, with its error
+
+
+def _start_resource_tracker_deaf_to_user_signals() -> None:
+    """multiprocessing's resource tracker ignores SIGINT and SIGTERM only: SIGUSR1 or SIGUSR2 sent to the process
+    group (Slurm's --signal reaches every process of a step) would kill it and print its tracebacks. Dispositions
+    set to ignore are inherited by the processes it starts; a stop signal in this moment, before any rank exists,
+    is lost."""
+    user_signals = (signal.SIGUSR1, signal.SIGUSR2)
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in user_signals}
+    try:
+        resource_tracker.ensure_running()
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
 def _remove_error_files(ranks: mp.ProcessContext) -> None:
     """The files torch's spawn has a rank write its escaping exception to, which it reads but leaves behind."""
     for name in ranks.error_files:
@@ -162,8 +197,9 @@ class _StopsForwarded:
     """While the spawned ranks run, a stop signal to this process reaches them as their graceful stop.
 
     The first SIGINT, SIGTERM or SIGUSR1 is forwarded as FORWARDED, which a rank that got the signal too
-    ignores; a second one as SIGTERM, which stops the ranks at once. Signals that arrive before the ranks exist
-    are forwarded once they do (`watch`). Inside a Submitit job Submitit handles them.
+    ignores; a second one as SIGKILL, which stops the ranks at once (a starting rank ignores the others). Signals
+    that arrive before the ranks exist are forwarded once they do (`watch`). Inside a Submitit job Submitit handles
+    them.
     """
 
     SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
@@ -171,6 +207,7 @@ class _StopsForwarded:
     def __init__(self) -> None:
         self.processes: list = []
         self.received = 0
+        self.last: int | None = None
         self._previous: dict[int, object] = {}
 
     def watch(self, processes: list) -> None:
@@ -184,10 +221,15 @@ class _StopsForwarded:
         return self
 
     def _forward(self, number: int, frame: object) -> None:
-        self.received += 1
+        self.received, self.last = self.received + 1, number
         if self.received == 1:
             logger.info("%s: the training processes finish their step and write latest.pt", signal.Signals(number).name)
-        self._send(FORWARDED if self.received == 1 else signal.SIGTERM)
+        self._send(FORWARDED if self.received == 1 else signal.SIGKILL)
+
+    def raise_if_stopped_at_once(self) -> None:
+        """After a second signal ended the ranks: this process ends as that signal ends a command (130 / 143)."""
+        if self.received >= 2:
+            raise KeyboardInterrupt if self.last == signal.SIGINT else Terminated
 
     def repeat(self) -> None:
         """Forward a stop again, for ranks that were still starting (they ignore FORWARDED until they train)."""
@@ -219,7 +261,7 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
     A rank that ends on its own leaves without the interpreter's teardown, as the `sequifier` command does:
     there, a backend thread of torch.distributed that still wakes up can abort the finished rank (SIGABRT).
     """
-    for number in (signal.SIGINT, signal.SIGUSR1, FORWARDED):  # until training handles them (training/stop.py)
+    for number in HELD_WHILE_STARTING:  # until training handles them (training/stop.py)
         signal.signal(number, signal.SIG_IGN)  # the parent forwards its stop again every FORWARD_EVERY_S
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_STARTING)
     keep_streams_writable()

@@ -9,6 +9,8 @@ the whole state dict is gathered for checkpoints and export (see state.py).
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 from torch.nn.parallel import DistributedDataParallel
 
@@ -56,6 +58,9 @@ def _sharded(network: SequifierNetwork, training: GlobalTrainingConfig, device: 
         options["offload_policy"] = CPUOffloadPolicy(pin_memory=device.type == "cuda")
     if training.layer_autocast:
         options["mp_policy"] = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    # FSDP2 warns of every output that is a view (a real target's squeezed output), as an in-place op on it would
+    # skip its all-gather; nothing changes an output in place (training gives DDP's weights exactly).
+    warnings.filterwarnings("ignore", message=r"FSDP2-wrapped module \(.*\) returned a view tensor")
     layers = list(network.backbone.layers)
     if len({id(layer) for layer in layers}) == len(layers):
         for layer in layers:

@@ -21,6 +21,7 @@ from sequifier.config.resolve import RunSpec
 from sequifier.data.column_names import PAD_INPUT
 from sequifier.export.contract import CONTRACT_KEY, build_contract, encode, graph_inputs
 from sequifier.export.graph import InferenceGraph
+from sequifier.export.graph_digest import GRAPH_DIGEST_KEY, graph_digest
 from sequifier.model.network import SequifierNetwork
 
 ACTIVE_FLAG = "sequifier.dropout_active"
@@ -58,6 +59,15 @@ def _force_dropout_active(proto: onnx.ModelProto) -> None:
             node.input.append(ACTIVE_FLAG)
         else:
             node.input[2] = ACTIVE_FLAG
+
+
+def _record_graph_digest(proto: onnx.ModelProto) -> None:
+    """Add the digest of the graph's stored bytes to the metadata; the graph's bytes are the same with it added."""
+    digest = graph_digest(proto.SerializeToString())
+    entry = proto.metadata_props.add()
+    entry.key, entry.value = GRAPH_DIGEST_KEY, digest
+    if graph_digest(proto.SerializeToString()) != digest:
+        raise RuntimeError("the ONNX graph serialized differently once its digest was added to the metadata")
 
 
 def export_onnx(
@@ -98,6 +108,7 @@ def export_onnx(
             entry = proto.metadata_props.add()
             entry.key = CONTRACT_KEY
             entry.value = encode(contract)
+            _record_graph_digest(proto)
             onnx.save(proto, str(temporary))
     finally:
         network.to(device).train(was_training)

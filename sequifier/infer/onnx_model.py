@@ -12,6 +12,7 @@ import onnxruntime as ort
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.network import depth_mask_input
 from sequifier.export.contract import CONTRACT_KEY, decode, graph_inputs
+from sequifier.export.graph_digest import GRAPH_DIGEST_KEY, MalformedModel, file_graph_digest
 
 
 def _providers(device: str) -> list[str]:
@@ -31,6 +32,23 @@ def _providers(device: str) -> list[str]:
 
 
 INPUT_TYPES = {"categorical": "tensor(int64)", "real": "tensor(float)"}
+
+
+def _check_graph_digest(path: Path, recorded: str | None) -> None:
+    """The graph's bytes are the ones exported; models exported before digests were recorded are not checked."""
+    if recorded is None:
+        return
+    try:
+        found = file_graph_digest(path)
+    except (MalformedModel, OSError, ValueError) as error:
+        raise UserError(str(path), f"is damaged: {error}") from None
+    if found != recorded:
+        raise UserError(
+            str(path),
+            "is damaged: its graph (nodes and weights) is not the one exported, its SHA-256 differs from the digest "
+            "recorded at export; export the model again, or, for a model changed on purpose (quantized, optimized), "
+            f"delete its {GRAPH_DIGEST_KEY!r} metadata entry",
+        )
 
 
 def _check_graph(session: ort.InferenceSession, contract: dict[str, Any], path: Path) -> None:
@@ -84,6 +102,7 @@ class OnnxModel:
         if CONTRACT_KEY not in metadata:
             raise UserError(str(path), "is not a sequifier model (no execution contract in its metadata)")
         self.contract: dict[str, Any] = decode(metadata[CONTRACT_KEY], str(path))
+        _check_graph_digest(path, metadata.get(GRAPH_DIGEST_KEY))
         _check_graph(self.session, self.contract, path)
         self.concurrency = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
         if self.contract["dropout"] == "active" or device == "cuda":  # one masks stream / one device: batches in order

@@ -193,7 +193,12 @@ class Trainer:
             p.finish_epoch(phase.epochs)
             if self.snapshots.after_epoch(epoch):
                 save_snapshot(self, f"epoch-{epoch}.pt")
-            self._stop_if_requested()
+            if p.phase_index < len(phases):
+                self._stop_if_requested()
+        self.stop.training_done = True
+        if self.stop.requested:
+            logger.info("%s came after the last training step: the run exports its models instead of stopping",
+                        self.stop.requested)  # fmt: skip
         result = self._finish()
         report_profile(self.records.folders())
         return dataclasses.replace(

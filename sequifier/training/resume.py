@@ -48,6 +48,12 @@ def checkpoint_to_resume(spec: RunSpec, announce: bool = True) -> Path | None:
         return path
     if resume.policy == "required" or path.is_dir():
         raise UserError("global_training.resume.checkpoint_path", f"{path} {absent_file(path)}")
+    if announce and explicit:
+        print(
+            f"note: global_training.resume.checkpoint_path {path} {absent_file(path)}: this run starts fresh "
+            "(policy if_exists; policy=required refuses a checkpoint that is not there)"
+        )
+        return None
     snapshots = sorted(path.parent.glob("*-*.pt"), key=lambda snapshot: snapshot.stat().st_mtime)
     if announce and not explicit and snapshots:
         print(

@@ -4,10 +4,11 @@ Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (dis
 
 The first signal asks the run to stop: it finishes the current optimizer step (the open accumulation
 window), writes the rolling latest checkpoint, says where it stopped and exits with STOPPED_EXIT_CODE,
-so that resuming continues exactly; it says so when it arrives. A second signal stops at once (the default
-action). Outside Submitit, FORWARDED (SIGUSR2) asks for the same stop but never stops at once: the parent of
-spawned ranks forwards its signals with it, which a rank that got the signal itself (Ctrl-C reaches the whole
-process group) ignores.
+so that resuming continues exactly; it says so when it arrives. Once training is complete, a request lets the
+export finish instead, as nothing would be left to resume. A second signal stops at once (the default action,
+which also ends a process blocked inside a call that Python's handlers would wait for). Outside Submitit,
+FORWARDED (SIGUSR2) asks for the same stop but never stops at once: the parent of spawned ranks forwards its
+signals with it, which a rank that got the signal itself (Ctrl-C reaches the whole process group) ignores.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class GracefulStop:
     def __init__(self, announce: bool = True) -> None:
         self.announce = announce  # one rank says what a stop request does
         self.requested: str | None = None
+        self.training_done = False  # then a stop request lets the export finish: nothing would be left to resume
         self._previous: dict[int, object] = {}
         self._signals = stop_signals()
         self._forwarded = () if in_submitit_job() else (FORWARDED,)
@@ -54,11 +56,14 @@ class GracefulStop:
         for other in self._signals:
             signal.signal(other, signal.SIG_DFL)
         if self.announce:  # os.write: a print here could re-enter a progress line's print to stderr
+            doing = (
+                "training is complete; finishing the export of its models"
+                if self.training_done
+                else "stopping after the current optimizer step, once the latest checkpoint is written"
+            )
             with contextlib.suppress(OSError):  # a stderr nobody reads any more
                 os.write(
-                    sys.stderr.fileno(),
-                    f"\n{name}: stopping after the current optimizer step, once the latest checkpoint is written; "
-                    "a second signal stops at once, without it\n".encode(),
+                    sys.stderr.fileno(), f"\n{name}: {doing}; a second signal stops at once, without it\n".encode()
                 )
 
     def __exit__(self, *exc: object) -> None:

@@ -79,3 +79,42 @@ def test_help_explains_the_preprocess_flags(reference_project: Path):
     assert result.returncode == 0
     for flag in ("--config-path", "--data-path", "--selected-columns", "--randomize"):
         assert flag in result.stdout
+
+
+def test_a_yaml_list_names_columns_holding_commas(reference_project: Path):
+    table = pq.read_table(reference_project / "data" / "events.parquet")
+    renamed = table.rename_columns(["net, gross" if name == "amount" else name for name in table.column_names])
+    pq.write_table(renamed, reference_project / "data" / "commas.parquet")
+    result = run_sequifier(
+        [
+            "preprocess",
+            "--config-path",
+            "configs/preprocess-parquet.yaml",
+            "--data-path",
+            "data/commas.parquet",
+            "--selected-columns",
+            '["net, gross", event]',
+        ],
+        reference_project,
+    )
+    assert result.returncode == 0, result.stderr
+    metadata = json.loads((reference_project / "configs" / "metadata_configs" / "commas.json").read_text())
+    assert list(metadata["column_data_types"]) == ["net, gross", "event"]
+
+
+@pytest.mark.parametrize(
+    ("columns", "message"),
+    [
+        ("[event, 1]", "item 2 of '[event, 1]' is 1, not a column name; quote names YAML reads otherwise"),
+        ("[]", "'[]' is not a non-empty YAML list"),
+        ('["event", amount', "'[\"event\", amount' is not a YAML list ("),
+    ],
+)
+def test_a_bad_yaml_column_list_is_one_line(reference_project: Path, columns: str, message: str):
+    result = run_sequifier(
+        ["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--selected-columns", columns],
+        reference_project,
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip().startswith(f"error: --selected-columns: {message}")
+    assert len(result.stderr.strip().splitlines()) == 1

@@ -194,6 +194,36 @@ def test_a_fresh_start_beside_a_snapshot_without_latest_names_the_snapshot(refer
     assert note in out and "global_training.resume.checkpoint_path=checkpoints/tiny/epoch-1.pt" in out
 
 
+@pytest.mark.parametrize("mode", ["sigterm-ending-epoch", "sigterm-in-export"])
+def test_a_stop_requested_after_the_last_step_lets_the_export_finish(reference_project, mode):
+    """Nothing would be left to resume: the run exports its models and ends as finished, saying why."""
+    config = tiny_train_config()
+    project = project_copy(reference_project, f"late-{mode}", config)
+    finished = interrupted(project, mode, config["training_plan"]["epochs"])
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    last = config["training_plan"]["epochs"]
+    assert (project / "models" / f"tiny-last-{last}.onnx").is_file()
+    said = finished.stdout + finished.stderr
+    if mode == "sigterm-ending-epoch":
+        assert "SIGTERM came after the last training step: the run exports its models instead of stopping" in said
+    else:
+        assert (
+            "SIGTERM: training is complete; finishing the export of its models; a second signal stops at once, "
+            "without it"
+        ) in finished.stderr
+    assert "stopped on" not in said
+
+
+def test_a_misspelt_checkpoint_path_starts_fresh_with_a_note(reference_project, monkeypatch, capsys):
+    project = project_copy(reference_project, "misspelt-checkpoint", tiny_train_config())
+    capsys.readouterr()
+    train_here(project, monkeypatch, RESUME, "global_training.resume.checkpoint_path=checkpoints/tiny/latst.pt")
+    assert (
+        f"note: global_training.resume.checkpoint_path {project / 'checkpoints' / 'tiny' / 'latst.pt'} does not "
+        "exist: this run starts fresh (policy if_exists; policy=required refuses a checkpoint that is not there)"
+    ) in capsys.readouterr().out
+
+
 def test_resuming_a_finished_run_says_its_plan_is_complete(reference_project, monkeypatch):
     project = project_copy(reference_project, "finished", tiny_train_config())
     train_here(project, monkeypatch)
