@@ -70,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     preprocess.add_argument(
         "--selected-columns",
         action=_Once,
-        help="columns to keep, overriding selected_columns: comma-separated, or a YAML list for names with commas",
+        help="columns to keep, overriding selected_columns: comma-separated, or a YAML list (a value starting with"
+        " '[') for names with commas or a leading '['",
     )
     preprocess.add_argument(
         "--randomize",

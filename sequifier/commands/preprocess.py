@@ -38,7 +38,7 @@ def _listed_columns(given: str) -> list[str]:
         columns = yaml.safe_load(given)
     except yaml.YAMLError as error:
         reason = str(error).splitlines()[0]
-        example = "e.g. '[\"a,b\", amount]'"
+        example = "e.g. '[\"a,b\", amount]'; a name that starts with '[' goes quoted inside such a list"
         raise UserError("--selected-columns", f"{given!r} is not a YAML list ({reason}); {example}") from None
     if not isinstance(columns, list) or not columns:
         raise UserError("--selected-columns", f"{given!r} is not a non-empty YAML list, e.g. '[\"a,b\", amount]'")

@@ -158,17 +158,19 @@ def _supervise(ranks: mp.ProcessContext, stops: _StopsForwarded) -> None:
     """Wait for the ranks, forwarding stops. Once one fails, the others are killed at once: they wait in collectives
     that cannot complete without it (torch would send them SIGTERM, which a starting rank ignores, and wait 30 s)."""
     while True:
-        live = [process for process in ranks.processes if process.exitcode is None]
-        failed = any(process.exitcode not in (None, 0) for process in ranks.processes)
-        if failed or not live:
+        codes = [process.exitcode for process in ranks.processes]  # one reading: a rank may end meanwhile
+        failed = [index for index, code in enumerate(codes) if code not in (None, 0)]
+        if failed or None not in codes:
             break
-        multiprocessing.connection.wait([process.sentinel for process in live], timeout=FORWARD_EVERY_S)
+        live = [process.sentinel for process, code in zip(ranks.processes, codes) if code is None]
+        multiprocessing.connection.wait(live, timeout=FORWARD_EVERY_S)
         stops.repeat()
     if failed:
-        for process in live:
-            process.kill()
-            process.join()
-            del ranks.sentinels[process.sentinel]  # so that the join below names the rank that failed, not these
+        for index, process in enumerate(ranks.processes):
+            if index != failed[0]:
+                process.kill()
+                process.join()
+                ranks.sentinels.pop(process.sentinel, None)  # so that the join below names the rank that failed
     ranks.join()  # raises for a failed rank as torch does, with its error
 
 
@@ -196,13 +198,13 @@ def _remove_error_files(ranks: mp.ProcessContext) -> None:
 class _StopsForwarded:
     """While the spawned ranks run, a stop signal to this process reaches them as their graceful stop.
 
-    The first SIGINT, SIGTERM or SIGUSR1 is forwarded as FORWARDED, which a rank that got the signal too
-    ignores; a second one as SIGKILL, which stops the ranks at once (a starting rank ignores the others). Signals
-    that arrive before the ranks exist are forwarded once they do (`watch`). Inside a Submitit job Submitit handles
-    them.
+    The first SIGINT, SIGTERM, SIGUSR1 or FORWARDED (SIGUSR2) is forwarded as FORWARDED, which a rank that got the
+    signal too ignores; a second one but FORWARDED as SIGKILL, which stops the ranks at once (a starting rank ignores
+    the others). Signals that arrive before the ranks exist are forwarded once they do (`watch`). Inside a Submitit
+    job Submitit handles them.
     """
 
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1)
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, FORWARDED)
 
     def __init__(self) -> None:
         self.processes: list = []
@@ -221,6 +223,8 @@ class _StopsForwarded:
         return self
 
     def _forward(self, number: int, frame: object) -> None:
+        if number == FORWARDED and self.received:  # SIGUSR2 asks for the graceful stop only, never for one at once
+            return
         self.received, self.last = self.received + 1, number
         if self.received == 1:
             logger.info("%s: the training processes finish their step and write latest.pt", signal.Signals(number).name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +39,10 @@ def _check_graph_digest(path: Path, recorded: str | None) -> None:
     """The graph's bytes are the ones exported; models exported before digests were recorded are not checked."""
     if recorded is None:
         return
+    if re.fullmatch(r"[0-9a-f]{64}", recorded) is None:
+        raise UserError(
+            str(path), f"is damaged: its {GRAPH_DIGEST_KEY!r} metadata entry is not a SHA-256 digest (64 hex digits)"
+        )
     try:
         found = file_graph_digest(path)
     except (MalformedModel, OSError, ValueError) as error:

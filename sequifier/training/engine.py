@@ -185,6 +185,7 @@ class Trainer:
                 timed("model build")(self.optimization.begin_phase)(p.phase_index)
                 p.phase_started = True
             training_loss = timed("training steps")(self._train_epoch)()
+            self.stop.training_done = p.phase_index == len(phases) - 1 and p.phase_epoch == phase.epochs
             epoch = p.global_epoch
             self.last_evaluation = self._validate(phase.name, epoch)
             if self.monitor.update(epoch, self.last_evaluation, training_loss):

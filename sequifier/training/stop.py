@@ -57,7 +57,7 @@ class GracefulStop:
             signal.signal(other, signal.SIG_DFL)
         if self.announce:  # os.write: a print here could re-enter a progress line's print to stderr
             doing = (
-                "training is complete; finishing the export of its models"
+                "training is complete; finishing the last validation and the export of its models"
                 if self.training_done
                 else "stopping after the current optimizer step, once the latest checkpoint is written"
             )

@@ -251,12 +251,15 @@ def test_a_stop_while_the_ranks_start_is_a_graceful_stop(signal_number: int, who
     assert "Traceback" not in stderr and "killed by" not in stderr and "stopped on" in stderr
 
 
-def test_sigusr1_to_the_group_stops_gracefully_without_the_resource_trackers_tracebacks(tmp_path: Path):
-    """Slurm's --signal reaches every process of a step, multiprocessing's resource tracker too."""
+@pytest.mark.parametrize("number", [signal.SIGUSR1, signal.SIGUSR2], ids=["usr1", "usr2"])
+def test_a_user_signal_to_the_group_stops_gracefully_without_the_resource_trackers_tracebacks(
+    number: int, tmp_path: Path
+):
+    """Slurm's --signal reaches every process of a step, multiprocessing's resource tracker and the parent too."""
     folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
     job = started(folder)
     wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
-    os.killpg(job.pid, signal.SIGUSR1)
+    os.killpg(job.pid, number)
     _, stderr = job.communicate(timeout=90)
     assert job.returncode == 75, stderr[-3000:]
     assert "Traceback" not in stderr and "resource_tracker" not in stderr and "stopped on" in stderr

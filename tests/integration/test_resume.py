@@ -208,8 +208,8 @@ def test_a_stop_requested_after_the_last_step_lets_the_export_finish(reference_p
         assert "SIGTERM came after the last training step: the run exports its models instead of stopping" in said
     else:
         assert (
-            "SIGTERM: training is complete; finishing the export of its models; a second signal stops at once, "
-            "without it"
+            "SIGTERM: training is complete; finishing the last validation and the export of its models; a second "
+            "signal stops at once, without it"
         ) in finished.stderr
     assert "stopped on" not in said
 

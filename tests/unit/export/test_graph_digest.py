@@ -78,3 +78,12 @@ def test_a_model_changed_on_purpose_infers_once_its_digest_entry_is_deleted(expo
 def test_bytes_that_are_no_model_message_are_named(data: bytes, reason: str):
     with pytest.raises(MalformedModel, match=reason):
         graph_digest(data)
+
+
+def test_a_digest_entry_that_is_no_digest_is_named_as_such(exported: Path, tmp_path: Path):
+    path = copy_of(exported, tmp_path)
+    proto = onnx.load(str(path))
+    next(entry for entry in proto.metadata_props if entry.key == GRAPH_DIGEST_KEY).value = "not a digest"
+    onnx.save(proto, str(path))
+    with pytest.raises(UserError, match=f"its '{GRAPH_DIGEST_KEY}' metadata entry is not a SHA-256 digest"):
+        OnnxModel(path)
