@@ -16,6 +16,7 @@ from sequifier.config.errors import UserError, absent_file
 
 SPECIAL_TOKEN_IDS = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
 FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)  # data values take ids 3, 4, ...
+MAX_CLASSES = 2**31  # the most classes a categorical column (its embedding and decoder rows) can have
 
 # Reals are stored as (x - mean) / (std + NORMALIZATION_EPSILON), as sequifier 3.x does.
 NORMALIZATION_EPSILON = 1e-9
@@ -215,6 +216,8 @@ def check_id_map(where: str, column: str, id_map: dict[str, int], n_classes: int
     if len(set(id_map.values())) != len(id_map):
         raise UserError(where, f"id_maps.{column}: two values share an id")
     needed = max([*id_map.values(), *SPECIAL_TOKEN_IDS.values()]) + 1
+    if n_classes > MAX_CLASSES:
+        raise UserError(where, f"n_classes.{column} is {n_classes}; a column can have at most {MAX_CLASSES} classes")
     if n_classes < needed:
         raise UserError(
             where, f"n_classes.{column} is {n_classes}, but its id map needs at least {needed} (largest id + 1)"

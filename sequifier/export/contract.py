@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
 from sequifier.data.column_names import PAD_INPUT, column_name_problem
-from sequifier.data.metadata import SPECIAL_TOKEN_IDS, check_id_map
+from sequifier.data.metadata import MAX_CLASSES, SPECIAL_TOKEN_IDS, check_id_map
 
 if TYPE_CHECKING:  # reading a contract (ONNX inference) needs no torch
     from sequifier.config.resolve import RunSpec
@@ -29,7 +29,6 @@ KINDS = ("categorical", "real")
 MAX_CONTRACT_CHARS = 64 * 2**20
 MAX_NESTING = 8
 MAX_CONTEXT_LENGTH = 2**20
-MAX_CLASSES = 2**31
 FIELD_TYPES = {
     "version": int,
     "artifact": str,

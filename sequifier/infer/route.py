@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ class TrainingRoute:
     expected: dict[str, Any]  # keyed as checks.contract_values
 
     def default_model_path(self, model_type: str) -> str:
-        return f"models/{onnx_name(self.stem, model_type, 'best', '*')}"
+        return f"models/{onnx_name(glob.escape(self.stem), model_type, 'best', '*')}"  # a name may hold ? * [
 
 
 def _pick(chosen: str | None, names: list[str], field: str, source: str) -> str:

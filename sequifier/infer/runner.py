@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import itertools
 import os
+import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,7 +53,12 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
     full = str(project_root / pattern)
     if not glob.has_magic(pattern) or os.path.isfile(full):
         return Path(full)
-    matches = sorted(glob.glob(os.path.join(glob.escape(str(project_root)), pattern)), key=os.path.getmtime)
+    matches = _matches_oldest_first(project_root, pattern)
+    if not matches and (literal := re.sub(r"([\[\]?])", r"[\1]", pattern)) != pattern:
+        matches = _matches_oldest_first(project_root, literal)  # sweeps name models `m-betas=[0.9,0.99]`
+        if matches:
+            print(f"note: model_path {pattern!r} matches no file as a pattern; '[', ']' and '?' taken as themselves, "
+                  f"it matches {os.path.basename(matches[-1])}")  # fmt: skip
     if not matches:
         fixed = Path(*itertools.takewhile(lambda part: not glob.has_magic(part), Path(full).parts))
         folder = missing_folder(fixed / "pattern")
@@ -65,6 +71,10 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
             "model_path", f"{full} matches {shown(matches[-1])!r}, whose name is not UTF-8 (shown as ?); rename it"
         )
     return Path(matches[-1])
+
+
+def _matches_oldest_first(project_root: Path, pattern: str) -> list[str]:
+    return sorted(glob.glob(os.path.join(glob.escape(str(project_root)), pattern)), key=os.path.getmtime)
 
 
 def open_model(path: Path, config: InferConfig, route: TrainingRoute | None) -> Model:

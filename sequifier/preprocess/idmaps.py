@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import FIRST_VALUE_ID, SPECIAL_TOKEN_IDS
+from sequifier.data.metadata import FIRST_VALUE_ID, MAX_CLASSES, SPECIAL_TOKEN_IDS
 from sequifier.preprocess.progress import log
 
 # Reserved ids written into every id map ([mask] is only in special_token_ids and n_classes).
@@ -107,8 +107,12 @@ def static_id_map(path: Path) -> CategoricalMeaning:
             if value != SPECIAL_TOKEN_IDS[key]:
                 raise UserError(str(path), f"{key} must have id {SPECIAL_TOKEN_IDS[key]}, got {value!r}")
             continue
-        if not isinstance(value, int) or isinstance(value, bool) or value < FIRST_VALUE_ID:
-            raise UserError(str(path), f"id of {key!r} must be an integer >= {FIRST_VALUE_ID}, got {value!r}")
+        if not isinstance(value, int) or isinstance(value, bool) or not FIRST_VALUE_ID <= value < MAX_CLASSES:
+            raise UserError(
+                str(path),
+                f"id of {key!r} must be an integer from {FIRST_VALUE_ID} to {MAX_CLASSES - 1} (ids below the most "
+                f"classes a column can have), got {value!r}",
+            )
         id_map[key] = value
     if len(set(id_map.values())) != len(id_map):
         raise UserError(str(path), "two values share an id; ids must be distinct")

@@ -11,6 +11,7 @@ from reference_helpers import REFERENCE_DIR
 from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import metadata_from_dict, read_metadata, write_metadata
+from sequifier.preprocess.idmaps import static_id_map
 
 METADATA = REFERENCE_DIR / "configs" / "metadata_configs" / "events.json"
 
@@ -170,3 +171,20 @@ def test_splits_aligned_for_prediction_are_refused_naming_the_field(tmp_path: Pa
     data = with_change("prediction_aligned_splits", [1, 2])
     with pytest.raises(UserError, match=r"prediction_aligned_splits is \[1, 2\]: windows aligned for prediction"):
         metadata_from_dict(data, "events.json")
+
+
+def test_more_classes_than_a_column_can_have_are_refused(tmp_path: Path):
+    data = reference()
+    data["id_maps"]["channel"] = {"[unknown]": 0, "[other]": 1, "app": 3, "web": 100_000_000_000}
+    data["n_classes"]["channel"] = 100_000_000_001
+    with pytest.raises(UserError, match="n_classes.channel is 100000000001; a column can have at most 2147483648"):
+        metadata_from_dict(data)
+
+
+@pytest.mark.parametrize("value", [100_000_000_000, 2**31, 2, True, "5"])
+def test_a_static_map_id_out_of_range_is_refused_naming_the_file(value, tmp_path: Path):
+    path = tmp_path / "ev.json"
+    path.write_text(json.dumps({"a": 3, "b": value}))
+    with pytest.raises(UserError, match=f"id of 'b' must be an integer from 3 to {2**31 - 1}") as error:
+        static_id_map(path)
+    assert error.value.where == str(path)
