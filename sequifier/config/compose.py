@@ -24,7 +24,7 @@ from sequifier.config.errors import UserError, did_you_mean
 from sequifier.config.expand import expand_singletons
 from sequifier.config.files import MAX_NESTING, nesting
 from sequifier.config.fragments import KEY as FRAGMENTS_KEY
-from sequifier.config.fragments import compose_file
+from sequifier.config.fragments import compose_file, unresolvable
 from sequifier.config.schema import TrainConfig, hydra_defaults, section_fields
 from sequifier.config.validate import reject_historical, validate
 
@@ -237,8 +237,9 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
     if resolving:
         problem, key = resolving.groups()
         chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key]
-        where = chosen[-1] if chosen else f"{entry.config_file}: {key}"
-        return UserError(where, f"cannot resolve the interpolation: {problem}")
+        if not chosen:
+            return unresolvable(entry.config_file, key, problem)
+        return UserError(chosen[-1], f"cannot resolve the interpolation: {problem}")
     merged = re.match(r"Could not override '([^']+)'\. To append to your config use \+(\S+?)=(.*)$", message)
     if merged and merged.group(3).lstrip().startswith("{"):
         key, value = merged.group(1), merged.group(3)

@@ -12,6 +12,9 @@ import copy
 from pathlib import Path
 from typing import Any
 
+from omegaconf import OmegaConf
+from omegaconf.errors import OmegaConfBaseException
+
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.files import read_yaml_mapping
 
@@ -49,11 +52,40 @@ def compose_file(entry: Path) -> dict[str, Any]:
     Fragment paths resolve against the entry file's project_root (itself relative to the
     working directory), like every other project path.
     """
+    return _composed_with_owners(entry)[0]
+
+
+def resolved_file(entry: Path) -> dict[str, Any]:
+    """The entry file composed with its fragments, interpolations resolved, the fragment list removed."""
+    data = compose_file(entry)
+    try:
+        data = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
+    except OmegaConfBaseException as error:
+        problem, _, key = " ".join(str(error).split()).partition(" full_key: ")
+        raise unresolvable(entry, key.split(" ")[0], problem) from None
+    data.pop(KEY, None)
+    return data
+
+
+def unresolvable(entry: Path, key: str, problem: str) -> UserError:
+    """An interpolation at `key` that cannot be resolved, named by the file (entry or fragment) that set it."""
+    if not key:
+        return UserError(str(entry), f"cannot resolve an interpolation: {problem}")
+    return UserError(f"{source_of(entry, key)}: {key}", f"cannot resolve the interpolation: {problem}")
+
+
+def source_of(entry: Path, key: str) -> Path:
+    """The file, `entry` or one of its fragments, that sets the dotted `key`."""
+    return _owner(key, _composed_with_owners(entry)[1], entry)
+
+
+def _composed_with_owners(entry: Path) -> tuple[dict[str, Any], dict[str, Path]]:
     data = read_yaml_mapping(entry, resolve=False)
     refuse_code(data, entry)
+    owners: dict[str, Path] = {}
     paths = data.get(KEY)
     if paths is None:
-        return data
+        return data, owners
     if isinstance(paths, str):
         paths = [paths]
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
@@ -61,7 +93,6 @@ def compose_file(entry: Path) -> dict[str, Any]:
     root = (Path.cwd() / str(data.get("project_root", "."))).resolve()
     merged = copy.deepcopy(data)
     merged[KEY] = list(paths)
-    owners: dict[str, Path] = {}
     included: dict[Path, str] = {entry.resolve(): str(entry)}
     for raw in paths:
         fragment = (root / raw).resolve()
@@ -79,7 +110,7 @@ def compose_file(entry: Path) -> dict[str, Any]:
         if KEY in addition:
             raise UserError(str(fragment), f"a fragment cannot include further fragments ({KEY})")
         _merge_disjoint(merged, addition, "", owners, entry, fragment)
-    return merged
+    return merged, owners
 
 
 def _merge_disjoint(

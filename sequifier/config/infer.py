@@ -14,12 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional, Union
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
 from sequifier.config.errors import UserError
-from sequifier.config.fragments import KEY as FRAGMENTS_KEY
-from sequifier.config.fragments import compose_file
+from sequifier.config.fragments import resolved_file
 from sequifier.config.schema import frozen
 from sequifier.config.typed import ProblemList, build, option
 
@@ -193,16 +189,6 @@ def _check(config: InferConfig) -> None:
     problems.raise_if_any()
 
 
-def _read(config_path: Path) -> dict:
-    """The entry file merged with its additional_config_paths fragments, interpolations resolved."""
-    data = compose_file(config_path)
-    data.pop(FRAGMENTS_KEY, None)
-    try:
-        return OmegaConf.to_container(OmegaConf.create(data), resolve=True)
-    except OmegaConfBaseException as error:
-        raise UserError(str(config_path), "cannot resolve interpolation: " + " ".join(str(error).split())) from None
-
-
 def load_infer_config(
     config_path: Path,
     data_path: str | None = None,
@@ -212,7 +198,7 @@ def load_infer_config(
 ) -> InferConfig:
     """The infer config of `config_path` and its fragments, with command-line overrides; `randomize` draws a seed."""
     problems = ProblemList()
-    config = build(InferConfig, _read(Path(config_path)), "", problems)
+    config = build(InferConfig, resolved_file(Path(config_path)), "", problems)
     problems.raise_if_any()
     if data_path:
         config = replace(config, data_path=data_path)

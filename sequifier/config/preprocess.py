@@ -7,12 +7,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Iterable, Optional, Union
 
-from omegaconf import OmegaConf
-from omegaconf.errors import OmegaConfBaseException
-
-from sequifier.config.errors import UserError
-from sequifier.config.fragments import KEY as FRAGMENTS_KEY
-from sequifier.config.fragments import compose_file
+from sequifier.config.fragments import resolved_file
 from sequifier.config.typed import ProblemList, build, option
 
 ID_COLUMNS = ("sequenceId", "itemPosition")
@@ -137,7 +132,7 @@ def load_preprocess_config(
     config_path: Path, data_path: str | None = None, selected_columns: list[str] | None = None, randomize: bool = False
 ) -> PreprocessConfig:
     """Read and validate a preprocess YAML (with its additional_config_paths fragments); arguments override the file."""
-    data = _composed(Path(config_path))
+    data = resolved_file(Path(config_path))
     problems = ProblemList()
     for alias, key in KEY_ALIASES.items():
         if alias in data and key in data:
@@ -157,17 +152,6 @@ def load_preprocess_config(
     config = _resolved(config, problems)
     problems.raise_if_any()
     return config
-
-
-def _composed(config_path: Path) -> dict[str, Any]:
-    """The entry file merged with its fragments, interpolations resolved, the fragment list removed."""
-    data = compose_file(config_path)
-    try:
-        data = OmegaConf.to_container(OmegaConf.create(data), resolve=True)
-    except OmegaConfBaseException as error:
-        raise UserError(str(config_path), "cannot resolve interpolation: " + " ".join(str(error).split())) from None
-    data.pop(FRAGMENTS_KEY, None)
-    return data
 
 
 def _check(config: PreprocessConfig, problems: ProblemList) -> None:
@@ -192,6 +176,10 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
         columns = getattr(config, key) or ()
         if len(set(columns)) != len(columns):
             problems.add(key, "lists a column more than once")
+    if config.selected_columns is not None and not config.selected_columns:
+        problems.add(
+            "selected_columns", "must list at least one feature column, or be null for all but the identifiers"
+        )
     if set(config.selected_columns or ()) & set(ID_COLUMNS):
         problems.add("selected_columns", "must not list sequenceId or itemPosition (they are always used)")
     _check_output_form(config, problems)

@@ -8,7 +8,7 @@ from pathlib import Path
 from sequifier.config.depth import check_depth, deep_columns
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
-from sequifier.config.schema import InterfaceConfig, TrainConfig
+from sequifier.config.schema import InterfaceConfig, TrainConfig, dataset_model_name
 from sequifier.config.validate import CRITERIA
 from sequifier.data.column_names import column_name_problem
 from sequifier.data.metadata import DatasetMetadata, read_metadata
@@ -34,11 +34,6 @@ class PartSpec:
     metadata: DatasetMetadata
     train_path: Path
     validation_path: Path | None
-
-
-def dataset_model_name(model_name: str, dataset: str, n_datasets: int) -> str:
-    """Name of a dataset's logs, metrics and ONNX files: `<model>`, or `<model>-<dataset>` in multi-dataset runs."""
-    return f"{model_name}-{dataset}" if n_datasets > 1 else model_name
 
 
 @dataclass(frozen=True)

@@ -422,6 +422,11 @@ class TrainConfig:
     export_with_dropout: bool = option(False, "export the ONNX graph in training mode so dropout stays active")
 
 
+def dataset_model_name(model_name: str, dataset: str, n_datasets: int) -> str:
+    """Name of a dataset's logs, metrics and ONNX files: `<model>`, or `<model>-<dataset>` in multi-dataset runs."""
+    return f"{model_name}-{dataset}" if n_datasets > 1 else model_name
+
+
 def default_call(kind: str) -> dict[str, Any]:
     """The schema's default `global_training.optimizer` or `global_training.scheduler` call."""
     return _defaults_of(GlobalTrainingConfig)[kind]

@@ -6,7 +6,7 @@ import re
 from typing import Any
 
 from sequifier.config.errors import did_you_mean
-from sequifier.config.schema import TrainConfig
+from sequifier.config.schema import TrainConfig, dataset_model_name
 from sequifier.config.typed import ProblemList, build
 from sequifier.config.validate_model import check_model, check_selectors
 from sequifier.config.validate_training import check_global_training, check_plan_and_evaluation
@@ -31,6 +31,7 @@ HISTORICAL_KEYS = {
     "column_types": "the preprocessing metadata (column_data_types)",
     "id_maps": "the preprocessing metadata",
 }
+LONGEST_FILE_STEM = 200  # bytes of <model> or <model>-<dataset>: 255 less "-embedding-best-<epoch>.onnx" with room
 DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?)$")
 
 
@@ -41,6 +42,7 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     problems.raise_if_any()
     _check_device(config.device, problems)
     _check_model_name(config.model_name, problems)
+    _check_dataset_stems(config, problems)
     if not -(2**63) <= config.seed < 2**64:
         problems.add("seed", f"must be a 64-bit integer, from -2**63 to 2**64-1 (torch's seeds), got {config.seed}")
     check_model(config.model, config.global_training.context_length, problems)
@@ -83,6 +85,11 @@ def model_name_problem(name: str) -> str | None:
             f"{name!r} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
             "'\\', no control character or byte that is not UTF-8 text, and no spaces at either end"
         )
+    if len(name.encode()) > LONGEST_FILE_STEM:
+        return (
+            f"is {len(name.encode())} bytes long; at most {LONGEST_FILE_STEM} are allowed, so that its files "
+            "(<model>-embedding-best-<epoch>.onnx, ...) stay within the 255 bytes a file name may have"
+        )
     return None
 
 
@@ -90,6 +97,20 @@ def _check_model_name(name: str, problems: ProblemList) -> None:
     problem = model_name_problem(name)
     if problem:
         problems.add("model_name", problem)
+
+
+def _check_dataset_stems(config: TrainConfig, problems: ProblemList) -> None:
+    """A run of several datasets names their files <model>-<dataset>; each such stem obeys the model name's length."""
+    if len(config.dataset_training) < 2 or model_name_problem(config.model_name):
+        return
+    for name in config.dataset_training:
+        stem = dataset_model_name(config.model_name, name, len(config.dataset_training))
+        if len(stem.encode()) > LONGEST_FILE_STEM:
+            problems.add(
+                f"dataset_training.{name}",
+                f"names this dataset's files {stem[:40]!r}..., {len(stem.encode())} bytes; model_name and the "
+                f"dataset's name together (with a '-') may take at most {LONGEST_FILE_STEM}",
+            )
 
 
 def _check_device(device: str, problems: ProblemList) -> None:

@@ -238,6 +238,12 @@ def check_metadata(where: str, meta: DatasetMetadata) -> None:
         check_id_map(where, column, meta.id_maps[column], meta.n_classes[column])
     if meta.window_length < 1:
         raise UserError(where, f"window_length must be a positive integer, got {meta.window_length!r}")
+    if any(length != meta.window_length for length in meta.window_lengths):
+        raise UserError(
+            where,
+            f"window_lengths {_shown(meta.window_lengths)} disagree with window_length {meta.window_length}: every "
+            "split is written with the one window_length",
+        )
     if meta.window_stride < 1:
         raise UserError(where, f"window_stride must be a positive integer, got {meta.window_stride!r}")
     if meta.prediction_aligned_splits:

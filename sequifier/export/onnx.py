@@ -8,6 +8,7 @@ without a training flag, which ONNX reads as inactive).
 
 from __future__ import annotations
 
+import hashlib
 import warnings
 from pathlib import Path
 
@@ -21,7 +22,7 @@ from sequifier.config.resolve import RunSpec
 from sequifier.data.column_names import PAD_INPUT
 from sequifier.export.contract import CONTRACT_KEY, build_contract, encode, graph_inputs
 from sequifier.export.graph import InferenceGraph
-from sequifier.export.graph_digest import GRAPH_DIGEST_KEY, graph_digest
+from sequifier.export.graph_digest import GRAPH_DIGEST_KEY
 from sequifier.model.network import SequifierNetwork
 
 ACTIVE_FLAG = "sequifier.dropout_active"
@@ -62,12 +63,9 @@ def _force_dropout_active(proto: onnx.ModelProto) -> None:
 
 
 def _record_graph_digest(proto: onnx.ModelProto) -> None:
-    """Add the digest of the graph's stored bytes to the metadata; the graph's bytes are the same with it added."""
-    digest = graph_digest(proto.SerializeToString())
+    """Add the SHA-256 of the graph's stored bytes to the metadata (infer recomputes it from the file's graph field)."""
     entry = proto.metadata_props.add()
-    entry.key, entry.value = GRAPH_DIGEST_KEY, digest
-    if graph_digest(proto.SerializeToString()) != digest:
-        raise RuntimeError("the ONNX graph serialized differently once its digest was added to the metadata")
+    entry.key, entry.value = GRAPH_DIGEST_KEY, hashlib.sha256(proto.graph.SerializeToString()).hexdigest()
 
 
 def export_onnx(

@@ -9,8 +9,7 @@ from typing import Any
 
 from sequifier.config.errors import UserError, absent_file, did_you_mean
 from sequifier.config.infer import InferConfig
-from sequifier.config.resolve import dataset_model_name
-from sequifier.config.schema import TrainConfig
+from sequifier.config.schema import TrainConfig, dataset_model_name
 from sequifier.export.names import onnx_name
 
 
@@ -25,9 +24,18 @@ class TrainingRoute:
     metadata_path: Path
     stem: str
     expected: dict[str, Any]  # keyed as checks.contract_values
+    unset_exports: dict[str, tuple[str, ...]]  # per model type, the train config's export settings that are false
 
     def default_model_path(self, model_type: str) -> str:
         return f"models/{onnx_name(glob.escape(self.stem), model_type, 'best', '*')}"  # a name may hold ? * [
+
+    def missing_model_fix(self, model_type: str) -> str:
+        """What makes the default model path match, for a model of `model_type`."""
+        unset = self.unset_exports.get(model_type)
+        if not unset:
+            return f"train with {self.source} first"
+        settings = " and ".join(f"{name}: true" for name in unset)
+        return f"{self.source} does not export an ONNX {model_type} model: set {settings} there and train"
 
 
 def _pick(chosen: str | None, names: list[str], field: str, source: str) -> str:
@@ -72,5 +80,9 @@ def training_route(config: InferConfig, project_root: Path) -> TrainingRoute:
             "prediction_length": interface.decoder.prediction_length,
             "training_objective": training.training_objective,
             "model_interface": dataset.model_interface,
+        },
+        unset_exports={
+            kind: tuple(name for name in ("export_onnx", f"export_{kind}_model") if not getattr(train, name))
+            for kind in ("generative", "embedding")
         },
     )

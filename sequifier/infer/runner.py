@@ -47,9 +47,9 @@ __all__ = ["model_inputs", "run_inference"]
 WINDOWS_PER_PART = 100_000
 
 
-def resolve_model_path(project_root: Path, pattern: str) -> Path:
+def resolve_model_path(project_root: Path, pattern: str, unmatched_fix: str = "train a model first") -> Path:
     """The model file, or the newest file matching a glob pattern (a file of that very name comes first, and
-    the project root is never read as a pattern)."""
+    the project root is never read as a pattern); `unmatched_fix` says what makes the pattern match."""
     full = str(project_root / pattern)
     if not glob.has_magic(pattern) or os.path.isfile(full):
         return Path(full)
@@ -64,7 +64,7 @@ def resolve_model_path(project_root: Path, pattern: str) -> Path:
         folder = missing_folder(fixed / "pattern")
         if not folder and fixed.is_file():
             folder = f"; {fixed} is a file, not a folder"
-        fix = "give a pattern under a folder that exists" if folder else "train a model first"
+        fix = "give a pattern under a folder that exists" if folder else unmatched_fix
         raise UserError("model_path", f"no model file matches {full}{folder}; {fix}")
     if not_utf8(matches[-1]):
         raise UserError(
@@ -112,10 +112,12 @@ class Sources:
 def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     """Model files (globs resolved), the metadata file and data path; load_infer_config ensured each has a source."""
     route = training_route(config, project_root) if config.training_config_path else None
-    patterns = config.model_paths
-    if not patterns and route:
-        patterns = (route.default_model_path(config.model_type),)
-    files = [resolve_model_path(project_root, p) for p in patterns]
+    if config.model_paths:
+        files = [resolve_model_path(project_root, p) for p in config.model_paths]
+    else:
+        assert route is not None
+        pattern, fix = route.default_model_path(config.model_type), route.missing_model_fix(config.model_type)
+        files = [resolve_model_path(project_root, pattern, fix)]
     stems = [f.stem for f in files]
     colliding = [f.name for f in files if stems.count(f.stem) > 1]
     if colliding:

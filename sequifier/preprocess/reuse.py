@@ -9,6 +9,7 @@ from typing import Optional
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.metadata import CATEGORICAL_TYPE, DatasetMetadata, read_metadata
+from sequifier.preprocess.progress import log
 
 
 def _kind(column_type: str) -> str:
@@ -44,6 +45,21 @@ class ReusedMeaning:
             needs_statistics = self.metadata.normalize_real_columns and _kind(column_type) == "real"
             if needs_statistics and column not in self.metadata.selected_columns_statistics:
                 raise self.mismatch(column, f"has no normalization statistics in {self.path} (needed for {data_file})")
+
+    def normalization(self, config: PreprocessConfig) -> tuple[bool, bool]:
+        """normalize_real_columns and normalize_on_all_data as the reused statistics were made; a note for each
+        setting of the config that differs, since the config's is not applied."""
+        used = (self.metadata.normalize_real_columns, self.metadata.normalize_on_all_data)
+        stated = (config.normalize_real_columns, config.normalize_on_all_data)
+        names = ("normalize_real_columns", "normalize_on_all_data")
+        for name, theirs, ours in zip(names, used, stated, strict=True):
+            matters = name == names[0] or self.metadata.selected_columns_statistics
+            if theirs != ours and matters:
+                log(
+                    f"note: {name}: the reused {self.path} says {str(theirs).lower()}, which this run applies with "
+                    f"its statistics and records, not the config's {str(ours).lower()}"
+                )
+        return used
 
     def check_layouts(self, layouts: dict[str, dict]) -> None:
         """Depth layouts must be the very ones the reused metadata was written with."""

@@ -172,7 +172,7 @@ def _metadata(
     columns: ColumnPlan,
     meanings: dict[str, CategoricalMeaning],
     statistics: dict,
-    normalize: bool,
+    normalization: tuple[bool, bool],
     seed: int,
 ) -> DatasetMetadata:
     n_splits = config.n_splits
@@ -183,12 +183,12 @@ def _metadata(
         split_paths=[f"./data/{form.split_name(i)}" for i in range(n_splits)],
         column_data_types=dict(columns.types),
         selected_columns_statistics=statistics,
-        normalize_real_columns=normalize,
+        normalize_real_columns=normalization[0],
         window_length=config.window_length,
         window_lengths=[config.window_length] * n_splits,
         window_stride=config.effective_window_stride,
         max_target_offset=config.max_target_offset,
-        normalize_on_all_data=config.normalize_on_all_data,
+        normalize_on_all_data=normalization[1],
         split_ratios=list(config.split_ratios),
         split_method=config.split_method,
         split_column=config.split_column,
@@ -237,7 +237,9 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
             "every window is mostly padding, which costs space and time; a window_length near the longest sequence "
             "holds the same items"
         )
-    normalize = reused.metadata.normalize_real_columns if reused is not None else config.normalize_real_columns
+    normalize, on_all_data = (
+        reused.normalization(config) if reused else (config.normalize_real_columns, config.normalize_on_all_data)
+    )
     form = OutputForm(
         write_format=config.write_format,
         merged=config.merge_output,
@@ -252,7 +254,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
     shared = SharedWork(
         columns=columns,
         split=_split_policy(config, source, scanned, seed),
-        fit_on_all_data=config.normalize_on_all_data,
+        fit_on_all_data=on_all_data,
         codes={},
         statistics={},
         normalize=normalize,
@@ -272,7 +274,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
     statistics, fitted_values = _fit(shared, source, groups, config, scanned, reused)
     meanings = _meanings(config, columns, fitted_values, reused)
     codes = {name: codes_for(name, scanned.values[name], meaning) for name, meaning in meanings.items()}
-    metadata = _metadata(config, form, columns, meanings, statistics, normalize, seed)
+    metadata = _metadata(config, form, columns, meanings, statistics, (normalize, on_all_data), seed)
     form = replace(form, recorded_meanings=recorded_meanings(metadata))
     shared = replace(shared, statistics=statistics, codes=codes, output=form)
     entries = _write(shared, groups, config)

@@ -180,6 +180,17 @@ def test_training_config_route_finds_metadata_model_and_last_split(reference_pro
         )
         with pytest.raises(UserError, match="part: 'other' is not in train.yaml"):
             run_inference(Path("configs/infer.yaml"))
+        embedding = {"training_config_path": "configs/train.yaml", "model_type": "embedding"}
+        write_yaml(reference_project / "configs" / "infer.yaml", embedding)
+        with pytest.raises(
+            UserError,
+            match=r"no model file matches .*/models/tiny-embedding-best-\*.onnx; train.yaml does not export an ONNX "
+            "embedding model: set export_embedding_model: true there and train",
+        ):
+            run_inference(Path("configs/infer.yaml"))
+        write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config() | {"export_embedding_model": True})
+        with pytest.raises(UserError, match=r"tiny-embedding-best-\*.onnx; train with train.yaml first"):
+            run_inference(Path("configs/infer.yaml"))
         write_yaml(reference_project / "configs" / "infer.yaml", {"training_config_path": "configs/preprocess-pt.yaml"})
         with pytest.raises(
             UserError, match=r"training_config_path: .*/preprocess-pt.yaml cannot be read as a train config"

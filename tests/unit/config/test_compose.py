@@ -108,6 +108,25 @@ def test_an_interpolation_an_override_cannot_resolve_is_named_by_the_override(co
     assert "full_key" not in caught.value.problem
 
 
+def test_an_interpolation_a_file_cannot_resolve_is_named_by_the_file_and_key_that_set_it(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    config = tiny_train_config()
+    seed = config.pop("seed", None)
+    config["additional_config_paths"] = ["configs/extra.yaml"]
+    entry = write_yaml(tmp_path / "configs" / "train.yaml", config)
+    fragment = write_yaml(tmp_path / "configs" / "extra.yaml", {"seed": "${nowhere}"})
+    with pytest.raises(UserError, match="cannot resolve the interpolation: Interpolation key 'nowhere'") as caught:
+        compose_config(entry, [])
+    assert caught.value.where == f"{fragment.resolve()}: seed"
+    config["model_name"] = "${nowhere}"
+    if seed is not None:
+        config["seed"] = seed
+    write_yaml(entry, config | {"additional_config_paths": []})
+    with pytest.raises(UserError, match="cannot resolve the interpolation") as caught:
+        compose_config(entry, [])
+    assert caught.value.where == f"{entry}: model_name"
+
+
 @pytest.mark.parametrize("in_file", [None, 1.0])
 def test_tilde_removes_a_field_whose_default_is_null_whatever_the_file_holds(tmp_path: Path, in_file):
     config = tiny_train_config()

@@ -1264,6 +1264,15 @@ VALIDATION_ROWS = [
     row("model-name-with-a-folder", {"model_name": "a/b"}, "model_name", "hold no '/'"),
     row("model-name-with-a-line-break", {"model_name": "a\nb"}, "model_name", "no control character"),
     row("model-name-not-utf8", {"model_name": "a\udcffb"}, "model_name", "byte that is not UTF-8 text"),
+    row("model-name-too-long", {"model_name": "m" * 201}, "model_name", "is 201 bytes long; at most 200 are allowed"),
+    row("model-name-multibyte-too-long", {"model_name": "é" * 101}, "model_name", "is 202 bytes long"),
+    row(
+        "model-and-dataset-name-too-long",
+        {"model_name": "m" * 191, "dataset_training.telemetry": SECOND_DATASET},
+        "dataset_training.telemetry",
+        "201 bytes; model_name and the dataset's name together",
+        base="canonical",
+    ),
     row(
         "an-integer-as-text",
         {"global_training.inference_batch_size": "33"},

@@ -173,6 +173,18 @@ def test_splits_aligned_for_prediction_are_refused_naming_the_field(tmp_path: Pa
         metadata_from_dict(data, "events.json")
 
 
+def test_a_window_length_edited_away_from_the_splits_window_lengths_is_refused(tmp_path: Path):
+    data = reference()
+    stored = data["window_length"]
+    data["window_length"] = stored + 7
+    with pytest.raises(
+        UserError, match=rf"window_lengths \[{stored}, {stored}, {stored}\] disagree with window_length"
+    ):
+        metadata_from_dict(data, "events.json")
+    del data["window_lengths"]
+    assert metadata_from_dict(data).window_lengths == [stored + 7] * 3
+
+
 def test_more_classes_than_a_column_can_have_are_refused(tmp_path: Path):
     data = reference()
     data["id_maps"]["channel"] = {"[unknown]": 0, "[other]": 1, "app": 3, "web": 100_000_000_000}

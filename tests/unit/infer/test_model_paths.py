@@ -60,5 +60,7 @@ def test_the_training_routes_default_pattern_takes_the_model_name_literally(proj
     mine = project / "models" / "m?a-best-1.onnx"
     mine.write_bytes(b"onnx")
     os.utime(mine, (1_000, 1_000))
-    route = TrainingRoute(source="train.yaml", metadata_path=project / "meta.json", stem="m?a", expected={})
+    route = TrainingRoute(
+        source="train.yaml", metadata_path=project / "meta.json", stem="m?a", expected={}, unset_exports={}
+    )
     assert resolve_model_path(project, route.default_model_path("generative")) == mine

@@ -82,7 +82,7 @@ def test_reused_metadata_keeps_id_maps_and_statistics(tmp_path, monkeypatch):
     assert amount == pytest.approx((raw - stats["mean"]) / (stats["std"] + NORMALIZATION_EPSILON), abs=1e-12)
 
 
-def test_reused_metadata_decides_normalization(tmp_path, monkeypatch):
+def test_reused_metadata_decides_normalization(tmp_path, monkeypatch, capsys):
     earlier = read_json(REFERENCE_METADATA)
     earlier["normalize_real_columns"] = False
     (tmp_path / "configs").mkdir(parents=True)
@@ -91,6 +91,20 @@ def test_reused_metadata_decides_normalization(tmp_path, monkeypatch):
     assert metadata["normalize_real_columns"] is False
     raw = pq.read_table(REFERENCE_PARQUET).column("amount")[0].as_py()
     assert first_window_values(tmp_path, metadata, "amount")[0, 0] == raw
+    assert "note: normalize_real_columns: the reused " in capsys.readouterr().err
+
+
+def test_reused_statistics_are_recorded_with_the_rows_they_were_fitted_on(tmp_path, monkeypatch, capsys):
+    earlier = read_json(REFERENCE_METADATA)
+    assert earlier["normalize_on_all_data"] is False and earlier["normalize_real_columns"] is True
+    (tmp_path / "configs").mkdir(parents=True)
+    (tmp_path / "configs" / "old.json").write_text(json.dumps(earlier))
+    metadata = preprocess(tmp_path, monkeypatch, metadata_config_path="configs/old.json", normalize_on_all_data=True)
+    assert metadata["normalize_on_all_data"] is False
+    assert metadata["selected_columns_statistics"] == earlier["selected_columns_statistics"]
+    err = capsys.readouterr().err
+    assert "note: normalize_on_all_data: the reused " in err and "not the config's true" in err
+    assert "normalize_real_columns" not in err
 
 
 def test_randomize_prints_and_records_a_seed_that_reproduces_the_split(tmp_path, monkeypatch, capsys):
