@@ -9,6 +9,7 @@ from sequifier.data.stored_windows import IDENTIFIER_COLUMNS
 
 ROW_IDENTIFIERS = ("sequenceId", "subsequenceId", "windowStartOffset", "itemPosition")  # infer's first columns
 PAD_INPUT = "left_pad_lengths"  # the ONNX graph's input of each view's left padding
+LONGEST_NAME = 250  # bytes: configs/id_maps/<column>.json within a file name's 255
 RESERVED = frozenset({*ID_COLUMNS, *IDENTIFIER_COLUMNS, *ROW_IDENTIFIERS, PAD_INPUT})
 
 
@@ -22,6 +23,11 @@ def column_name_problem(name: str) -> Optional[str]:
         return "holds a path separator ('/' or '\\'), which infer's per-target output folders cannot"
     if any(ord(character) < 32 or ord(character) == 127 for character in name):
         return "holds a control character (a tab, a line break, ...), which infer's output folders and files cannot"
+    if len(name.encode()) > LONGEST_NAME:
+        return (
+            f"is {len(name.encode())} bytes long; at most {LONGEST_NAME} are allowed, since infer names a folder per "
+            "target after it and a static id map is <column>.json (a file name holds 255 bytes)"
+        )
     if name.isdigit():
         return "is only digits, which an ONNX graph's input names cannot be"
     if name in RESERVED:

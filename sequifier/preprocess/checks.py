@@ -13,7 +13,6 @@ from sequifier.config.errors import UserError
 from sequifier.preprocess.sources import Batch
 
 INT64_MAX = np.iinfo(np.int64).max
-FLOAT_EXACT = 2.0**53
 FLOATS_FROM = "write the column as integers (in a csv, without forms such as 5.0 or 1e3, which make it floats)"
 OUTSIDE_INT64 = "is outside the 64-bit signed integer range identifiers are stored in (-2**63 to 2**63 - 1)"
 
@@ -34,7 +33,9 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
             raise UserError(name, f"{values[row]} at {batch.where(row)} {OUTSIDE_INT64}")
         return values.astype(np.int64, copy=False)
     if pa.types.is_floating(column.type):
-        values = column.to_numpy(zero_copy_only=False)
+        width = column.to_numpy(zero_copy_only=False)
+        exact_bits = np.finfo(width.dtype).nmant + 1  # 53 for float64, 24 for float32, 11 for float16
+        values = width.astype(np.float64, copy=False)
         bad = ~np.isfinite(values) | (values != np.round(values))
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
@@ -43,13 +44,13 @@ def identifier_values(batch: Batch, name: str) -> np.ndarray:
         if outside.any():
             row = int(np.flatnonzero(outside)[0])
             raise UserError(name, f"{float(values[row])!r} at {batch.where(row)} {OUTSIDE_INT64}")
-        inexact = np.abs(values) >= FLOAT_EXACT
+        inexact = np.abs(values) >= 2.0**exact_bits
         if inexact.any():
             row = int(np.flatnonzero(inexact)[0])
             raise UserError(
                 name,
-                f"{float(values[row])!r} at {batch.where(row)} is 2**53 or beyond in a column of floats, which cannot "
-                f"hold such integers exactly (neighbouring values become one); {FLOATS_FROM}",
+                f"{float(values[row])!r} at {batch.where(row)} is 2**{exact_bits} or beyond in a {width.dtype} "
+                f"column, which cannot hold such integers exactly (neighbouring values become one); {FLOATS_FROM}",
             )
         return values.astype(np.int64)
     text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)

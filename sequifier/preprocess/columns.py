@@ -112,9 +112,16 @@ def _column_type(name: str, arrow_type: pa.DataType, config: PreprocessConfig, s
             f"holds bytes that are not UTF-8 text {where} (saved in another encoding); save the input as UTF-8, "
             "or convert it to parquet",
         )
+    unselected = (
+        ""
+        if config.selected_columns is not None
+        else "; or leave it out by listing the feature columns in selected_columns (every column but the "
+        "identifiers is selected without it)"
+    )
     raise UserError(
         name,
-        f"unsupported type {arrow_type} {where}; use strings, integers, booleans or floats{_cast_hint(source)}",
+        f"unsupported type {arrow_type} {where}; use strings, integers, booleans or floats{_cast_hint(source)}"
+        + unselected,
     )
 
 
@@ -163,8 +170,14 @@ def _selected(config: PreprocessConfig, source: InputSource, reused: Optional[Re
             )
         problem = column_name_problem(column)
         if problem is not None:
-            where = "selected_columns" if config.selected_columns is not None else str(source.files[0])
-            raise UserError(where, f"the column name {column!r} {problem}; rename the column")
+            if config.selected_columns is not None:
+                raise UserError("selected_columns", f"the column name {column!r} {problem}; rename the column")
+            raise UserError(
+                str(source.files[0]),
+                f"the column name {column!r} {problem}; rename the column, or leave it out by listing the feature "
+                "columns in selected_columns"
+                + (" (a line ending in a comma adds an unnamed column)" if not column else ""),
+            )
     if not selected:
         raise UserError(str(source.files[0]), "the input has no feature columns besides the identifiers")
     return selected

@@ -137,7 +137,12 @@ def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> Cat
     _check_reserved_spellings(column, names)
     ids = np.array([meaning.id_map.get(name, OTHER_ID) for name in names], dtype=np.int64)
     unknown = [name for name in names if name not in meaning.id_map]
-    if ids.size and len(unknown) == len(names):
+    if not names:
+        log(
+            f"warning: {column}: every value is missing, so every item is [unknown]: the column carries nothing to "
+            "learn from, and as a target nothing to score"
+        )
+    elif len(unknown) == len(names):
         log(f"warning: {column}: none of its values is in the id map used, so every one becomes [other]")
     elif unknown:
         shown = ", ".join(repr(name) for name in unknown[:3]) + (", ..." if len(unknown) > 3 else "")

@@ -249,7 +249,23 @@ CASES = [
         {CSV: "sequenceId,itemPosition,event\n9007199254740992,0,a\n9007199254740993,0,b\n5.0,0,a\n"},
         None,
         "sequenceId",
-        "9007199254740992.0 at row 1 of {root}/" + CSV + " is 2**53 or beyond in a column of floats",
+        "9007199254740992.0 at row 1 of {root}/" + CSV + " is 2**53 or beyond in a float64 column",
+    ),
+    (
+        "float16 sequence ids, where 3000 and 3001 are one value",
+        {},
+        {DATA: with_column(good_table(), "sequenceId", pa.array(np.repeat([3000, 3001, 7], 12).astype(np.float16)))},
+        None,
+        "sequenceId",
+        "3000.0 at row 1 of {root}/" + DATA + " is 2**11 or beyond in a float16 column",
+    ),
+    (
+        "float32 positions beyond 2**24",
+        {},
+        {DATA: with_column(good_table(), "itemPosition", pa.array((np.arange(36) + 2**24 - 5).astype(np.float32)))},
+        None,
+        "itemPosition",
+        "16777216.0 at row 6 of {root}/" + DATA + " is 2**24 or beyond in a float32 column",
     ),
     (
         "positions whose windows' bookkeeping would overflow 64 bits",
@@ -559,7 +575,9 @@ CASES = [
         {DATA: good_table().append_column("day", pa.array([0] * 36, pa.int32()).cast(pa.date32()))},
         None,
         "day",
-        "unsupported type date32[day] in {root}/" + DATA + "; use strings, integers, booleans or floats (cast",
+        "unsupported type date32[day] in {root}/" + DATA + "; use strings, integers, booleans or floats (cast the "
+        "column to strings or numbers before preprocessing); or leave it out by listing the feature columns in "
+        "selected_columns",
     ),
     (
         "a parquet column of bytes",
@@ -576,6 +594,15 @@ CASES = [
         None,
         "{root}/" + DATA,
         "the column name 'subsequenceId' is reserved",
+    ),
+    (
+        "a csv whose lines end in a comma",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event,\n" + "".join(f"{i // 12},{i % 12},e{i % 3},\n" for i in range(36))},
+        None,
+        "{root}/" + CSV,
+        "the column name '' is empty; rename the column, or leave it out by listing the feature columns in "
+        "selected_columns (a line ending in a comma adds an unnamed column)",
     ),
     (
         "a selected column whose name holds a dot",
@@ -892,13 +919,15 @@ def test_sigterm_removes_staged_outputs_and_restores_the_handler(tmp_path, monke
         "a\\b",
         "a\nb",
         "t\tab",
+        "é" * 126,
+        "x" * 251,
     ],
 )
 def test_names_the_network_its_graph_or_the_outputs_cannot_carry_are_refused(name):
     assert column_name_problem(name) is not None
 
 
-@pytest.mark.parametrize("name", ["my col", "7days", "x-y", "événement", "€", "event"])
+@pytest.mark.parametrize("name", ["my col", "7days", "x-y", "événement", "€", "event", "x" * 250, "é" * 125])
 def test_other_names_are_fine(name):
     assert column_name_problem(name) is None
 

@@ -238,3 +238,15 @@ def test_a_float16_column_is_a_categorical_column_spelled_in_its_width(tmp_path,
     assert [name for name in id_map if not name.startswith("[")] == ["-0.0", "0.1", "1.5", "2.5", "4100.0"]
     stored = load_split(tmp_path / "p" / metadata["split_paths"][0], ["level"], ["level"]).columns["level"][0]
     assert list(stored[-6:]) == [id_map[name] for name in ["1.5", "2.5", "0.1", "1.5", "-0.0", "4100.0"]]
+
+
+def test_a_categorical_column_with_no_value_at_all_is_warned_about(tmp_path, monkeypatch, capsys):
+    table = pq.read_table(REFERENCE_PARQUET)
+    index = table.schema.get_field_index("channel")
+    path = tmp_path / "blank.parquet"
+    pq.write_table(table.set_column(index, "channel", pa.nulls(len(table), pa.string())), path)
+    metadata = preprocess(tmp_path, monkeypatch, data_file=path)
+    assert metadata["id_maps"]["channel"] == {"[unknown]": 0, "[other]": 1}
+    err = capsys.readouterr().err
+    assert "warning: channel: every value is missing, so every item is [unknown]" in err
+    assert "warning: event" not in err
