@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import fields
 
 from sequifier.config.errors import did_you_mean
 from sequifier.config.schema import (
@@ -16,6 +17,16 @@ from sequifier.config.schema import (
 from sequifier.config.typed import ProblemList
 
 MAX_SEED = 2**63 - 1
+INIT_ARGUMENTS = {  # the arguments each initializer reads (model/initialization.py)
+    "xavier_uniform": ("gain",),
+    "xavier_normal": ("gain",),
+    "kaiming_uniform": ("a", "mode", "nonlinearity"),
+    "kaiming_normal": ("a", "mode", "nonlinearity"),
+    "normal": ("mean", "std"),
+    "trunc_normal": ("mean", "std", "a", "b"),
+    "uniform": ("a", "b"),
+    "constant": ("value",),
+}
 
 
 def check_model(model: ModelConfig, context_length: int, problems: ProblemList) -> None:
@@ -123,6 +134,15 @@ def _check_initialization(node, path: str, problems: ProblemList) -> None:
 
 
 def _check_init_method(method, where: str, problems: ProblemList) -> None:
+    takes = INIT_ARGUMENTS.get(method.method, ())
+    for argument in (field.name for field in fields(method) if field.name != "method"):
+        if getattr(method, argument) is not None and argument not in takes:
+            problems.add(
+                f"{where}.{argument}",
+                f"is not an argument of {method.method}, which takes "
+                + (", ".join(takes) if takes else "none")
+                + _methods_taking(argument),
+            )
     if method.method == "constant" and method.value is None:
         problems.add(f"{where}.value", "constant needs the value to set")
     if method.std is not None and not 0 <= method.std < math.inf:
@@ -133,6 +153,11 @@ def _check_init_method(method, where: str, problems: ProblemList) -> None:
         high = bounds[method.method][1] if method.b is None else method.b
         if not low < high:
             problems.add(f"{where}.a", f"the lower bound a ({low}) must be below the upper bound b ({high})")
+
+
+def _methods_taking(argument: str) -> str:
+    methods = [name for name, takes in INIT_ARGUMENTS.items() if argument in takes]
+    return f" ({argument} belongs to {', '.join(methods)})"
 
 
 def _check_interface(interface: InterfaceConfig, path: str, context_length: int, problems: ProblemList) -> None:

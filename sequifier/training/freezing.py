@@ -27,9 +27,10 @@ def _never(group: str) -> bool:
     return False
 
 
-def _decision(node: FreezeNode | None, inherited: Decision) -> Decision:
+def _decision(node: FreezeNode | None, inherited: Decision, scope: nn.Module, where: str) -> Decision:
     if node is None:
         return inherited
+    _refuse_selectors_of_other_scopes(node, scope, where)
     if node.freeze is not None:
         selectors = node.freeze
         return lambda group: any(matches(s, group) for s in selectors)
@@ -39,18 +40,34 @@ def _decision(node: FreezeNode | None, inherited: Decision) -> Decision:
     return inherited
 
 
+def _refuse_selectors_of_other_scopes(node: FreezeNode, scope: nn.Module, where: str) -> None:
+    """A selector must select some parameter of its scope: a group of another scope would silently freeze
+    nothing (`freeze`) or everything (`freezing_except`)."""
+    present = sorted(set(parameter_groups(scope).values()))
+    for field in ("freeze", "freezing_except"):
+        for selector in getattr(node, field) or ():
+            if not any(matches(selector, group) for group in present):
+                raise UserError(
+                    f"{where}.{field}",
+                    f"{selector!r} selects no parameter of this scope, whose groups are {', '.join(present) or 'none'}"
+                    " (each scope selects among its own parameters)",
+                )
+
+
 def _frozen_in(module: nn.Module, decision: Decision) -> set[int]:
     return {id(module.get_parameter(name)) for name, group in parameter_groups(module).items() if decision(group)}
 
 
-def _ingestion(config: IngestionConfig, module: nn.Module, node: FreezeNode | None, inherited: Decision) -> set[int]:
-    decision = _decision(node, inherited)
+def _ingestion(
+    config: IngestionConfig, module: nn.Module, node: FreezeNode | None, inherited: Decision, where: str
+) -> set[int]:
+    decision = _decision(node, inherited, module, where)
     if config.type != "composite":
         return _frozen_in(module, decision)
     frozen = _frozen_in(module.merge, decision)
     chosen = (node.branches or {}) if node else {}
     for name, child in (config.branches or {}).items():
-        frozen |= _ingestion(child, module.branches[name], chosen.get(name), decision)
+        frozen |= _ingestion(child, module.branches[name], chosen.get(name), decision, f"{where}.branches.{name}")
     return frozen
 
 
@@ -64,12 +81,13 @@ def frozen_parameters(network: SequifierNetwork, config: TrainConfig) -> dict[st
             continue
         modules = network.interfaces[dataset.model_interface]
         interface = config.model.interfaces[dataset.model_interface]
-        result[name] = (
-            _frozen_in(network.backbone, _decision(freeze.backbone, _never))
-            | _ingestion(interface.ingestion, modules.ingestion, freeze.ingestion, _never)
-            | _frozen_in(modules.adapter, _decision(freeze.adapter, _never))
-            | _frozen_in(modules.decoder, _decision(freeze.decoder, _never))
+        where = f"dataset_training.{name}.freeze"
+        scopes = {"backbone": network.backbone, "adapter": modules.adapter, "decoder": modules.decoder}
+        result[name] = _ingestion(
+            interface.ingestion, modules.ingestion, freeze.ingestion, _never, f"{where}.ingestion"
         )
+        for scope, module in scopes.items():
+            result[name] |= _frozen_in(module, _decision(getattr(freeze, scope), _never, module, f"{where}.{scope}"))
     return result
 
 

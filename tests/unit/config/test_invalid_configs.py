@@ -957,6 +957,19 @@ VALIDATION_ROWS = [
         f"{CANONICAL_INGESTION}.initialization.embeddings",
         "did you mean 'embedding'?",
     ),
+    row(
+        "init-argument-of-another-method",
+        {"model.backbone.initialization": {"attention.qkv": {"weight": {"method": "normal", "mean": 5, "a": 3}}}},
+        "model.backbone.initialization.attention.qkv.weight.a",
+        "is not an argument of normal, which takes mean, std (a belongs to kaiming_uniform, kaiming_normal, "
+        "trunc_normal, uniform)",
+    ),
+    row(
+        "init-argument-of-a-method-without-any",
+        {"model.backbone.initialization": {"attention.qkv": {"bias": {"method": "zeros", "value": 3}}}},
+        "model.backbone.initialization.attention.qkv.bias.value",
+        "is not an argument of zeros, which takes none (value belongs to constant)",
+    ),
     # --- optimizer and scheduler ----------------------------------------------------------------------------------
     row(
         "optimizer-unknown-name",

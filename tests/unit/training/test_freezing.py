@@ -15,6 +15,17 @@ from sequifier.model.parameters import parameter_groups
 from sequifier.training.engine import Trainer
 
 
+COMPOSITE_INGESTION = {
+    "type": "composite",
+    "output_dim": 16,
+    "merge": {"type": "concat"},
+    "branches": {
+        "cat": {"columns": ["event", "channel"], "output_dim": 8},
+        "num": {"columns": ["amount"], "output_dim": 6},
+    },
+}
+
+
 def train_with_freeze(
     freeze: dict, project: Path, run_dir: Path, ingestion: dict | None = None
 ) -> tuple[dict, dict, dict]:
@@ -43,17 +54,8 @@ def test_frozen_groups_do_not_move_and_the_rest_trains(reference_project: Path, 
 
 
 def test_branch_selectors_replace_the_inherited_decision(reference_project: Path, tmp_path: Path):
-    ingestion = {
-        "type": "composite",
-        "output_dim": 16,
-        "merge": {"type": "concat"},
-        "branches": {
-            "cat": {"columns": ["event", "channel"], "output_dim": 8},
-            "num": {"columns": ["amount"], "output_dim": 6},
-        },
-    }
     freeze = {"ingestion": {"freezing_except": [], "branches": {"num": {"freeze": []}}}}
-    before, after, _ = train_with_freeze(freeze, reference_project, tmp_path, ingestion)
+    before, after, _ = train_with_freeze(freeze, reference_project, tmp_path, COMPOSITE_INGESTION)
     prefix = "interfaces.default.ingestion"
     assert torch.equal(
         before[f"{prefix}.branches.cat.embeddings.event.weight"],
@@ -73,3 +75,25 @@ def test_a_dataset_that_freezes_every_parameter_it_trains_is_refused(reference_p
     assert refused.value.where == "dataset_training.default.freeze"
     before, after, _ = train_with_freeze({**everything, "decoder": {"freeze": []}}, reference_project, tmp_path)
     assert any(not torch.equal(before[name], after[name]) for name in before if name.startswith("interfaces."))
+
+
+@pytest.mark.parametrize(
+    "freeze, where, selector",
+    [
+        ({"backbone": {"freeze": ["attention.qkv", "decoder.output"]}}, "backbone.freeze", "decoder.output"),
+        ({"adapter": {"freezing_except": ["attention"]}}, "adapter.freezing_except", "attention"),
+        (
+            {"ingestion": {"branches": {"num": {"freeze": ["decoder"]}}}},
+            "ingestion.branches.num.freeze",
+            "decoder",
+        ),
+    ],
+    ids=["backbone-freeze", "adapter-freezing-except", "branch"],
+)
+def test_a_selector_of_another_scope_is_refused_naming_its_place(
+    freeze: dict, where: str, selector: str, reference_project: Path, tmp_path: Path
+):
+    """It would freeze nothing (freeze) or the whole scope (freezing_except) without a word."""
+    with pytest.raises(UserError, match=f"'{selector}' selects no parameter of this scope, whose groups are") as error:
+        train_with_freeze(freeze, reference_project, tmp_path, COMPOSITE_INGESTION)
+    assert error.value.where == f"dataset_training.default.freeze.{where}"
