@@ -42,6 +42,7 @@ from sequifier.commands.sweep import (
     report_sweep,
     start_sweep,
     sweep_model_name,
+    swept_values,
     write_rank_result,
     write_result,
 )
@@ -58,6 +59,8 @@ from sequifier.config.compose import (
 from sequifier.config.errors import UserError, error_lines, file_system_error
 from sequifier.config.resolve import RunSpec, resolve
 from sequifier.config.schema import TrainConfig
+from sequifier.config.typed import ProblemList
+from sequifier.config.validate import check_file_stems
 from sequifier.config.validate_training import config_warnings
 from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank
 from sequifier.distributed.submitit_task import in_submitit_job
@@ -92,6 +95,13 @@ def run(args: argparse.Namespace) -> int:
             "is not supported: sequifier sweeps with Hydra's basic sweeper over the values listed on the command "
             "line; write them there with -m (e.g. -m seed=1,2)",
         )
+    removed = next((o for o in overrides.all if _removes_the_launcher(o)), None)
+    if removed is not None:
+        raise UserError(
+            removed,
+            "the launcher cannot be removed: every job runs through one; choose it with hydra/launcher=basic (the "
+            "default), submitit_local or submitit_slurm",
+        )
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
@@ -113,6 +123,8 @@ def run(args: argparse.Namespace) -> int:
     for combination, config in zip(overrides.combinations, configs):
         check_tasks(entry, combination, config)
     _refuse_repeated_jobs(overrides.combinations, configs)
+    if multirun:
+        _refuse_job_names_that_cannot_name_files(overrides, configs)
     for warning in config_warnings(configs[0]):
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
@@ -135,6 +147,13 @@ def run(args: argparse.Namespace) -> int:
         report_sweep(sweep_dir)
         return ended.code if isinstance(ended.code, int) else 1
     return report_sweep(sweep_dir) if multirun else 0
+
+
+def _removes_the_launcher(override: str) -> bool:
+    key, equals, value = override.partition("=")
+    if key.startswith("~"):
+        return key[1:] in ("hydra/launcher", "hydra.launcher")
+    return key.lstrip("+") == "hydra.launcher" and value.strip() in ("null", "~", "")
 
 
 JOB_UNIQUE_KEYS = ("hydra.job.num", "hydra.job.id", "hydra.job.override_dirname")
@@ -167,6 +186,22 @@ def _refuse_repeated_jobs(combinations: list[list[str]], configs: list[TrainConf
                 "config and model name; the second would overwrite the first): remove the repeated value",
             )
         seen[key] = combination
+
+
+def _refuse_job_names_that_cannot_name_files(overrides: Overrides, configs: list[TrainConfig]) -> None:
+    """A sweep job's model name carries its swept values (sweep_model_name), which may make it too long."""
+    for combination, config in zip(overrides.combinations, configs):
+        swept = swept_values(tuple(combination), set(overrides.unswept_keys))
+        name = sweep_model_name(config.model_name, swept)
+        problems = ProblemList()
+        check_file_stems(replace(config, model_name=name), problems)
+        if problems.problems:
+            first = problems.problems[0]
+            raise UserError(
+                first.where,
+                f"{first.problem} (the job sweeping {' '.join(f'{key}={value}' for key, value in swept)} is named "
+                f"{name[:40]!r}...: the model name followed by the job's swept values)",
+            )
 
 
 def command_overrides(args: argparse.Namespace) -> list[str]:

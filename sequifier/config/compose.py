@@ -47,6 +47,11 @@ class Overrides:
     swept_keys: list[str]
     combinations: list[list[str]]
 
+    @property
+    def unswept_keys(self) -> list[str]:
+        """The keys overridden with one value, which a sweep job's folder and model names leave out."""
+        return sorted({o.split("=", 1)[0].lstrip("+~") for o in self.all} - set(self.swept_keys))
+
 
 def last_value(overrides: list[str], key: str) -> str | None:
     """The value the last `key=value` (or `+key=value`) of `overrides` gives, as written; Hydra lets the last win."""
@@ -413,12 +418,11 @@ def run_hydra(
     argv = ["sequifier-train", "--config-name", ENTRY_NAME]
     if multirun:
         argv.append("--multirun")
-    excluded = sorted({o.split("=", 1)[0].lstrip("+~") for o in overrides.all} - set(overrides.swept_keys))
     argv += [
         SEARCH_PATH,
         "hydra.job.name=train",
         f"hydra.sweep.dir={hydra_quoted(str(sweep_dir))}",
-        "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(excluded) + "]",
+        "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(overrides.unswept_keys) + "]",
     ]
     argv += [*settings, *overrides.all]
     saved = sys.argv

@@ -41,8 +41,7 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     config = build(TrainConfig, data, "", problems)
     problems.raise_if_any()
     _check_device(config.device, problems)
-    _check_model_name(config.model_name, problems)
-    _check_dataset_stems(config, problems)
+    check_file_stems(config, problems)
     if not -(2**63) <= config.seed < 2**64:
         problems.add("seed", f"must be a 64-bit integer, from -2**63 to 2**64-1 (torch's seeds), got {config.seed}")
     check_model(config.model, config.global_training.context_length, problems)
@@ -93,15 +92,12 @@ def model_name_problem(name: str) -> str | None:
     return None
 
 
-def _check_model_name(name: str, problems: ProblemList) -> None:
-    problem = model_name_problem(name)
+def check_file_stems(config: TrainConfig, problems: ProblemList) -> None:
+    """The model name, and in a run of several datasets each <model>-<dataset>, can name the run's files."""
+    problem = model_name_problem(config.model_name)
     if problem:
         problems.add("model_name", problem)
-
-
-def _check_dataset_stems(config: TrainConfig, problems: ProblemList) -> None:
-    """A run of several datasets names their files <model>-<dataset>; each such stem obeys the model name's length."""
-    if len(config.dataset_training) < 2 or model_name_problem(config.model_name):
+    if len(config.dataset_training) < 2 or problem:
         return
     for name in config.dataset_training:
         stem = dataset_model_name(config.model_name, name, len(config.dataset_training))

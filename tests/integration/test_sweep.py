@@ -127,6 +127,10 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
     refusals = {
         ("-m", "seed=1,1"): "the jobs with overrides seed=1 and seed=1 are one run",
+        ("-m", "model_name=" + "m" * 195, "seed=1,2"): (
+            "model_name: is 202 bytes long; at most 200 are allowed, so that its files (<model>-embedding-best-<epoch>"
+            ".onnx, ...) stay within the 255 bytes a file name may have (the job sweeping seed=1 is named"
+        ),
         ("-m", "global_training.learning_rate=1e-3,0.001"): "are one run",
         ("-m", "seed=1,2", "--seed", "5"): "--seed: sets seed, which an override sets too",
         ("--model-name", "a", "model_name=b"): "--model-name: sets model_name, which an override sets too",
@@ -138,6 +142,8 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
         ("-m", "seed=1,2", "hydra.sweep.subdir=same"): "'same' would be the same folder for every job",
         ("-m", "seed=1,2", "hydra.sweep.subdir=x/${hydra.job.num}/../y"): "holds '..'",
         ("-m", "hydra.sweeper.params.seed=1,2"): "hydra.sweeper.params.seed: is not supported",
+        ("~hydra/launcher",): "~hydra/launcher: the launcher cannot be removed",
+        ("-m", "hydra.launcher=null", "seed=1,2"): "hydra.launcher=null: the launcher cannot be removed",
         ("-m", "hydra/launcher=submitit_local", "hydra.launcher.timeout_min=abc"): (
             "the launcher's timeout_min must be an integer, got 'abc'"
         ),
