@@ -154,7 +154,21 @@ def read_entry(config_file: Path) -> TrainEntry:
             str(config_file),
             "is empty: a train config names the model, its data and the plan (`sequifier make` writes one)",
         )
+    _refuse_other_values_for_sections(config_file, node, hydra_defaults(), "")
     return TrainEntry(config_file, node)
+
+
+def _refuse_other_values_for_sections(config_file: Path, node: dict, defaults: dict, prefix: str) -> None:
+    """A list or a scalar where the schema has a section, named by its path (Hydra's merge would name none)."""
+    for key, default in defaults.items():
+        value = node.get(key) if isinstance(default, dict) else None
+        if isinstance(value, dict):
+            _refuse_other_values_for_sections(config_file, value, default, f"{prefix}{key}.")
+        elif value is not None and not (isinstance(value, str) and value.startswith("${")):
+            kind = "a list" if isinstance(value, list) else f"{value!r}"
+            raise UserError(
+                f"{config_file}: {prefix}{key}", f"expected a mapping of fields (a section of the config), got {kind}"
+            )
 
 
 def register_entry(entry: TrainEntry) -> None:
@@ -186,6 +200,7 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
 
     register_entry(entry)
     _check_placed_presets(overrides)
+    _refuse_removing_unchosen_presets(overrides)
     try:
         with _composing():
             try:
@@ -301,6 +316,26 @@ def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]
 def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
     """Read `config_file` and compose it with `overrides` (for a single composition)."""
     return compose_entry(read_entry(config_file), overrides)
+
+
+def _refuse_removing_unchosen_presets(overrides: list[str]) -> None:
+    """`~group` removes a preset chosen for the group; none is chosen unless an override chooses one, so Hydra
+    would do nothing, and the file's own section would stay."""
+    groups = set(config_groups())
+    chosen = {o.lstrip("+").split("=", 1)[0] for o in overrides if not o.startswith("~")}
+    for override in overrides:
+        group = override[1:].split("=", 1)[0] if override.startswith("~") else None
+        if group not in groups or group in chosen:
+            continue
+        if "/" not in group:
+            problem = f"{group} is a section every train config needs, so it cannot be removed; change its fields"
+        else:
+            problem = (
+                f"no preset of {group} is chosen, so there is none to remove and the file's "
+                f"{group.replace('/', '.')} would stay; change its fields, or choose a preset with {group}=<preset> "
+                f"(one of {', '.join(group_presets(group))})"
+            )
+        raise UserError(override, problem)
 
 
 def _check_placed_presets(overrides: list[str]) -> None:

@@ -106,12 +106,16 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
 def _check_layer_groups(architecture: ArchitectureConfig, where: str, problems: ProblemList) -> None:
     seen: set[int] = set()
     for i, group in enumerate(architecture.shared_layer_groups):
-        if (
-            not isinstance(group, (list, tuple))
-            or len(group) < 2
-            or not all(isinstance(x, int) and not isinstance(x, bool) for x in group)
-        ):
+        if not isinstance(group, (list, tuple)) or len(group) < 2:
             problems.add(f"{where}[{i}]", f"must list at least two layer indices, got {group!r}")
+            continue
+        not_indices = [x for x in group if not isinstance(x, int) or isinstance(x, bool)]
+        if not_indices:
+            problems.add(f"{where}[{i}]", f"expected integer layer indices, got {not_indices[0]!r}")
+            continue
+        repeated = sorted({layer for layer in group if group.count(layer) > 1})
+        if repeated:
+            problems.add(f"{where}[{i}]", f"lists layer {repeated[0]} more than once")
             continue
         for layer in group:
             if not 0 <= layer < architecture.num_layers:

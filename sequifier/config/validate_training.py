@@ -165,7 +165,31 @@ def config_warnings(config: TrainConfig) -> list[str]:
             f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} "
             "applies to each phase separately (reset_optimization_on_phase is true)"
         )
-    return warnings + _idle_selection_settings(config) + _unused_datasets(config)
+    if training.resume.policy == "never" and training.resume.checkpoint_path:
+        warnings.append("global_training.resume.checkpoint_path: resume policy never reads no checkpoint")
+    warnings += _idle_export_settings(config)
+    return warnings + _idle_selection_settings(config) + _unused_datasets(config) + _unused_interfaces(config)
+
+
+def _idle_export_settings(config: TrainConfig) -> list[str]:
+    """Export settings that leave a run with no model files, or that nothing reads."""
+    if not (config.export_onnx or config.export_pt):
+        return ["export_onnx and export_pt are both false: the run exports no model, only its checkpoints"]
+    if not (config.export_generative_model or config.export_embedding_model):
+        return ["export_generative_model and export_embedding_model are both false: the run exports no model"]
+    if config.export_with_dropout and not config.export_onnx:
+        return ["export_with_dropout: only ONNX export reads it, and export_onnx is false"]
+    return []
+
+
+def _unused_interfaces(config: TrainConfig) -> list[str]:
+    """Interfaces no dataset names: checked, but neither built nor trained nor exported."""
+    named = {dataset.model_interface for dataset in config.dataset_training.values()}
+    return [
+        f"model.interfaces.{name}: no dataset's model_interface names it, so it is not built, trained or exported"
+        for name in config.model.interfaces
+        if name not in named
+    ]
 
 
 def _unused_datasets(config: TrainConfig) -> list[str]:

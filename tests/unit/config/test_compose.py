@@ -211,3 +211,43 @@ def test_an_optimizers_lr_is_pointed_to_the_learning_rate(config_file):
     with pytest.raises(UserError) as caught:
         compose_config(config_file, ["global_training.optimizer.lr=0.01"])
     assert caught.value.problem.endswith("sequifier sets its lr from global_training.learning_rate: set that")
+
+
+@pytest.mark.parametrize(
+    "section, value, shown",
+    [
+        (("global_training",), [], "a list"),
+        (("model", "backbone", "architecture", "attention"), [1, 2], "a list"),
+        (("training_plan",), 3, "3"),
+    ],
+)
+def test_a_list_or_scalar_where_a_section_belongs_is_named_by_its_path(tmp_path: Path, section, value, shown):
+    config = tiny_train_config()
+    node = config
+    for key in section[:-1]:
+        node = node.setdefault(key, {})
+    node[section[-1]] = value
+    path = write_yaml(tmp_path / "train.yaml", config)
+    with pytest.raises(UserError) as caught:
+        compose_config(path, [])
+    assert caught.value.where == f"{path}: {'.'.join(section)}"
+    assert caught.value.problem == f"expected a mapping of fields (a section of the config), got {shown}"
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("~training_plan", "training_plan is a section every train config needs, so it cannot be removed"),
+        (
+            "~global_training/optimizer",
+            "no preset of global_training/optimizer is chosen, so there is none to remove and the file's "
+            "global_training.optimizer would stay; change its fields, or choose a preset with "
+            "global_training/optimizer=<preset> (one of adam, adamw, sgd)",
+        ),
+    ],
+)
+def test_removing_a_preset_group_nothing_chose_is_refused(config_file: Path, override: str, problem: str):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, [override])
+    assert caught.value.where == override and caught.value.problem.startswith(problem)
+    assert compose_config(config_file, ["global_training/optimizer=adamw", "~global_training/optimizer"])

@@ -715,6 +715,18 @@ VALIDATION_ROWS = [
         "layer 1 is in more than one group",
     ),
     row(
+        "shared-layers-repeated-index",
+        {f"{ARCH}.num_layers": 3, f"{ARCH}.shared_layer_groups": [[0, 0]]},
+        f"{ARCH}.shared_layer_groups[0]",
+        "lists layer 0 more than once",
+    ),
+    row(
+        "shared-layers-boolean-index",
+        {f"{ARCH}.num_layers": 3, f"{ARCH}.shared_layer_groups": [[True, 0]]},
+        f"{ARCH}.shared_layer_groups[0]",
+        "expected integer layer indices, got True",
+    ),
+    row(
         "max-context-shorter-than-context",
         {f"{ARCH}.max_context_length": 4},
         f"{ARCH}.max_context_length",

@@ -14,7 +14,6 @@ from sequifier.config.resolve import resolve
 from sequifier.model.parameters import parameter_groups
 from sequifier.training.engine import Trainer
 
-
 COMPOSITE_INGESTION = {
     "type": "composite",
     "output_dim": 16,
