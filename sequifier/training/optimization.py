@@ -19,6 +19,7 @@ TAKES_TOTAL_STEPS = {
 }
 logger = logging.getLogger("sequifier")
 DEVICE_BOUND = ("fused", "capturable")  # optimizer arguments torch accepts on some devices only
+LR_STEPS_CHECKED = 100_000  # scheduler steps simulated before training, at a few microseconds each
 OWNED_ARGUMENTS = {"params", "optimizer", "lr", "last_epoch", "verbose"}  # set by sequifier, never by a config
 
 
@@ -111,20 +112,62 @@ def trial_refusal(
     """What torch raises when it builds these calls on a stand-in parameter (the scheduler lasting `duration` where
     its call leaves that out), steps the optimizer once and the scheduler `steps` times (default `duration`); None
     when it raises nothing."""
-    parameter = torch.nn.Parameter(torch.zeros(4))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            optimizer = build_optimizer([parameter], learning_rate, calls["optimizer"])
-            scheduler = build_scheduler(optimizer, calls.get("scheduler"), duration)
-            parameter.grad = torch.ones_like(parameter)
-            optimizer.step()
+            _, scheduler = _stepped_stand_in(learning_rate, calls, duration)
             for _ in range(duration if steps is None else steps):
                 if scheduler is not None:
                     scheduler.step()
         except Exception as error:  # torch raises ValueError, TypeError, RuntimeError, ZeroDivisionError and more
             return error
     return None
+
+
+def _stepped_stand_in(learning_rate: float, calls: dict[str, dict | None], duration: int) -> tuple[Any, Any]:
+    """The calls' optimizer, stepped once, and scheduler, built on a stand-in parameter."""
+    parameter = torch.nn.Parameter(torch.zeros(4))
+    optimizer = build_optimizer([parameter], learning_rate, calls["optimizer"])
+    scheduler = build_scheduler(optimizer, calls.get("scheduler"), duration)
+    parameter.grad = torch.ones_like(parameter)
+    optimizer.step()
+    return optimizer, scheduler
+
+
+def check_scheduled_learning_rates(training, durations: list[int], per_batch: bool) -> None:
+    """The learning rates the scheduler gives over each duration (those the updates use, up to LR_STEPS_CHECKED
+    of them): a negative one is refused (the updates would climb the loss), one that reaches 0 before the end is
+    warned about (the updates after it change nothing)."""
+    if not training.scheduler:
+        return
+    calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": training.scheduler}
+    unit = "optimizer step" if per_batch else "epoch"
+    for duration in sorted(set(durations)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            optimizer, scheduler = _stepped_stand_in(training.learning_rate, calls, duration)
+            for step in range(2, min(duration, LR_STEPS_CHECKED) + 1):
+                try:
+                    scheduler.step()
+                except Exception:  # refused by the checks above where sequifier sets the length, else by the run
+                    break
+                rate = min(group["lr"] for group in optimizer.param_groups)
+                if rate < 0:
+                    raise UserError(
+                        "global_training.scheduler",
+                        f"{training.scheduler['name']} makes the learning rate negative ({rate:.4g}) at {unit} {step} "
+                        f"of {duration}, and updates would then climb the loss; change its arguments",
+                    )
+                if rate == 0 and step < duration:
+                    logger.warning(
+                        "global_training.scheduler: %s brings the learning rate to 0 at %s %d of %d; the updates "
+                        "after it change nothing",
+                        training.scheduler["name"],
+                        unit,
+                        step,
+                        duration,
+                    )
+                    break
 
 
 class OptimizationLifecycle:
@@ -145,6 +188,7 @@ class OptimizationLifecycle:
         continuous = not training.reset_optimization_on_phase
         check_scheduler_length(training.scheduler, max(self.durations, default=0), self.per_batch, continuous)
         check_filled_durations(training, self.durations, self.per_batch, continuous)
+        check_scheduled_learning_rates(training, self.durations, self.per_batch)
         self.optimizer: torch.optim.Optimizer | None = None
         self.scheduler: Any = None
         self.scaler = LossScaler(False)

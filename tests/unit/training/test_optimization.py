@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -158,3 +160,47 @@ def test_a_refused_epoch_stepped_length_in_reset_mode_is_not_told_to_set_it():
         OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[5], phase_steps=[9])
     assert "set global_training.scheduler.total_steps" not in error.value.problem
     assert "change the epochs or its other arguments" in error.value.problem
+
+
+@pytest.mark.parametrize(
+    "scheduler, step_on, refused",
+    [
+        (
+            {"name": "StepLR", "step_size": 1, "gamma": -1},
+            "epoch",
+            "makes the learning rate negative (-0.1) at epoch 2 of 4",
+        ),
+        ({"name": "CosineAnnealingLR", "eta_min": -0.5}, "batch", "makes the learning rate negative"),
+        ({"name": "StepLR", "step_size": 1, "gamma": 0.5}, "epoch", None),
+        ({"name": "CosineAnnealingLR"}, "batch", None),
+    ],
+    ids=["step-negative-gamma", "cosine-negative-floor", "step-halving", "cosine-to-zero-at-the-end"],
+)
+def test_a_schedule_that_turns_the_learning_rate_negative_is_refused_before_training(
+    scheduler, step_on, refused, caplog
+):
+    training = GlobalTrainingConfig(
+        context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler, scheduler_step_on=step_on
+    )
+    parameters = [torch.nn.Parameter(torch.ones(3))]
+    if refused is None:
+        with caplog.at_level("WARNING", logger="sequifier"):
+            OptimizationLifecycle(parameters, training, phase_epochs=[4], phase_steps=[6])
+        assert "learning rate to 0" not in caplog.text
+        return
+    with pytest.raises(UserError, match=rf"{scheduler['name']} {re.escape(refused)}") as error:
+        OptimizationLifecycle(parameters, training, phase_epochs=[4], phase_steps=[6])
+    assert error.value.where == "global_training.scheduler"
+
+
+def test_a_schedule_that_reaches_zero_before_its_end_is_warned_about(caplog):
+    training = GlobalTrainingConfig(
+        context_length=4,
+        learning_rate=0.1,
+        optimizer={"name": "AdamW"},
+        scheduler={"name": "ExponentialLR", "gamma": 0.0},
+        scheduler_step_on="epoch",
+    )
+    with caplog.at_level("WARNING", logger="sequifier"):
+        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[3], phase_steps=[9])
+    assert "ExponentialLR brings the learning rate to 0 at epoch 2 of 3" in caplog.text
