@@ -200,7 +200,7 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
 
     register_entry(entry)
     _check_placed_presets(overrides)
-    _refuse_removing_unchosen_presets(overrides)
+    _refuse_group_overrides_that_do_nothing(overrides)
     try:
         with _composing():
             try:
@@ -318,10 +318,26 @@ def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
     return compose_entry(read_entry(config_file), overrides)
 
 
-def _refuse_removing_unchosen_presets(overrides: list[str]) -> None:
-    """`~group` removes a preset chosen for the group; none is chosen unless an override chooses one, so Hydra
-    would do nothing, and the file's own section would stay."""
+def _refuse_group_overrides_that_do_nothing(overrides: list[str]) -> None:
+    """Overrides Hydra reads as preset choices that choose nothing: a whole section such as `global_training=...`
+    (a folder of preset groups, not a group), a list of presets, or `~group` where no preset is chosen (none is
+    unless an override chooses one), which would leave the file's own section as it is."""
     groups = set(config_groups())
+    sections = {group.split("/", 1)[0] for group in groups} - {"hydra"}
+    for override in overrides:
+        key, equals, value = override.lstrip("+").partition("=")
+        if not equals or override.startswith("~"):
+            continue
+        if key in sections - groups:
+            raise UserError(
+                override,
+                f"{key} is a section, set field by field ({key}.<field>=...) or by the presets of its groups "
+                f"({', '.join(sorted(g for g in groups if g.startswith(key + '/')))})",
+            )
+        if key in groups and value.strip().startswith("["):
+            raise UserError(
+                override, f"choose one preset of {key} (one of {', '.join(group_presets(key))}), not a list"
+            )
     chosen = {o.lstrip("+").split("=", 1)[0] for o in overrides if not o.startswith("~")}
     for override in overrides:
         group = override[1:].split("=", 1)[0] if override.startswith("~") else None
@@ -416,6 +432,13 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
         walked = []
         for part in key.split("."):
             if not isinstance(node, dict):
+                if isinstance(node, (bool, int, float, str)) and walked:
+                    section = ".".join(walked)
+                    raise UserError(
+                        override,
+                        f"the config sets {section} to {node!r}, a value with no fields to override; write the "
+                        f"section whole instead: ~{section} '+{section}={{...}}'",
+                    )
                 break
             if part not in node:
                 raise UserError(".".join(walked + [part]), _missing_field(walked, part, node, override))

@@ -251,3 +251,19 @@ def test_removing_a_preset_group_nothing_chose_is_refused(config_file: Path, ove
         compose_config(config_file, [override])
     assert caught.value.where == override and caught.value.problem.startswith(problem)
     assert compose_config(config_file, ["global_training/optimizer=adamw", "~global_training/optimizer"])
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("global_training=[]", "global_training is a section, set field by field (global_training.<field>=...)"),
+        ("+model=x", "model is a section, set field by field (model.<field>=...) or by the presets of its groups"),
+        ("+training_plan=[]", "choose one preset of training_plan (one of smoke), not a list"),
+        ("evaluation.monitor.mode=max", "the config sets evaluation to True, a value with no fields to override"),
+    ],
+)
+def test_overrides_hydra_would_take_as_choosing_nothing_are_refused(tmp_path: Path, override: str, problem: str):
+    path = write_yaml(tmp_path / "train.yaml", tiny_train_config(evaluation=True))
+    with pytest.raises(UserError) as caught:
+        compose_config(path, [override])
+    assert caught.value.where == override and caught.value.problem.startswith(problem)
