@@ -200,6 +200,8 @@ def _part_spec(
         offset_is_too_far = training.target_offset > 1 and training.context_length < metadata.window_length
         field, other = ("target_offset", "context_length") if offset_is_too_far else ("context_length", "target_offset")
         largest = metadata.window_length - getattr(training, other)
+        if field == "target_offset":
+            largest = min(largest, metadata.max_target_offset)
         raise UserError(
             f"global_training.{field}",
             (
@@ -211,6 +213,13 @@ def _part_spec(
                     else ""
                 )
             ),
+        )
+    if training.target_offset > metadata.max_target_offset:
+        raise UserError(
+            "global_training.target_offset",
+            f"{training.target_offset} exceeds max_target_offset {metadata.max_target_offset} of {metadata_path}, "
+            f"the largest offset its windows were preprocessed for; preprocess with max_target_offset: "
+            f"{training.target_offset} (as sequifier 3.x, which refuses it too)",
         )
     if evaluated and len(metadata.split_paths) < 2:
         raise UserError(where, f"part {dataset}.{part} is evaluated but {metadata_path} lists no validation split")

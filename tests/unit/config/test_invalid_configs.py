@@ -1499,7 +1499,13 @@ RESOLVE_ROWS = [
         "target-offset-beyond-window-names-its-largest",
         fixed({"global_training.target_offset": 10, "global_training.context_length": 8}),
         "global_training.target_offset",
-        "; with context_length 8, target_offset can be at most 9",
+        "; with context_length 8, target_offset can be at most 1",
+    ),
+    resolve_row(
+        "target-offset-beyond-the-preprocessed-largest",
+        fixed({"global_training.target_offset": 2, "global_training.context_length": 8}),
+        "global_training.target_offset",
+        "2 exceeds max_target_offset 1 of",
     ),
     resolve_row(
         "metadata-missing",
