@@ -18,6 +18,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.fragments import resolved_file
 from sequifier.config.schema import frozen
 from sequifier.config.typed import ProblemList, build, option
+from sequifier.config.validate import check_device
 
 CONTRACT_FIELDS = (
     "input_columns",
@@ -48,9 +49,7 @@ class InferConfig:
         choices=("generative", "embedding"),
     )
     device: str = option(
-        "cpu",
-        "where the model runs: cpu, cuda (PT, or ONNX with onnxruntime-gpu) or mps (PT)",
-        choices=("cpu", "cuda", "mps"),
+        "cpu", "where the model runs: cpu, cuda or cuda:N (PT, or ONNX with onnxruntime-gpu), mps (PT)"
     )
     data_path: Optional[str] = option(None, "preprocessed split to infer on (default: the metadata's last split)")
     metadata_config_path: Optional[str] = option(None, "metadata JSON whose last split is the default data_path")
@@ -150,6 +149,7 @@ def _check(config: InferConfig) -> None:
     for index, pattern in enumerate(config.model_paths or ()):
         if not pattern.strip():
             problems.add("model_path", f"names an empty path (item {index + 1})")
+    check_device(config.device, problems)
     if config.inference_batch_size < 1:
         problems.add("inference_batch_size", f"must be at least 1, got {config.inference_batch_size}")
     if not 0 <= config.seed < 2**63:

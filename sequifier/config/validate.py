@@ -40,7 +40,7 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     problems = ProblemList()
     config = build(TrainConfig, data, "", problems)
     problems.raise_if_any()
-    _check_device(config.device, problems)
+    check_device(config.device, problems)
     check_file_stems(config, problems)
     if not -(2**63) <= config.seed < 2**64:
         problems.add("seed", f"must be a 64-bit integer, from -2**63 to 2**64-1 (torch's seeds), got {config.seed}")
@@ -109,7 +109,7 @@ def check_file_stems(config: TrainConfig, problems: ProblemList) -> None:
             )
 
 
-def _check_device(device: str, problems: ProblemList) -> None:
+def check_device(device: str, problems: ProblemList) -> None:
     if not DEVICE.match(device):
         problems.add("device", f"{device!r} is not a device; use cpu, cuda, cuda:N or mps")
 

@@ -16,17 +16,18 @@ from sequifier.export.contract import CONTRACT_KEY, decode, graph_inputs
 from sequifier.export.graph_digest import GRAPH_DIGEST_KEY, MalformedModel, file_graph_digest
 
 
-def _providers(device: str) -> list[str]:
+def _providers(device: str) -> list:
     """ONNX Runtime execution providers for `device`, or a UserError when this installation has none for it."""
     if device == "cpu":
         return ["CPUExecutionProvider"]
     available = ort.get_available_providers()
-    if device == "cuda" and "CUDAExecutionProvider" in available:
-        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
-    if device == "cuda":
+    kind, _, index = device.partition(":")
+    if kind == "cuda" and "CUDAExecutionProvider" in available:
+        return [("CUDAExecutionProvider", {"device_id": int(index or 0)}), "CPUExecutionProvider"]
+    if kind == "cuda":
         raise UserError(
             "device",
-            f"is 'cuda', but this onnxruntime offers only {', '.join(available)}; "
+            f"is {device!r}, but this onnxruntime offers only {', '.join(available)}; "
             "install onnxruntime-gpu, use a PT bundle, or set device: cpu",
         )
     raise UserError("device", f"is {device!r}, but ONNX models run on cpu or cuda; use a PT bundle for {device!r}")
@@ -110,7 +111,9 @@ class OnnxModel:
         _check_graph_digest(path, metadata.get(GRAPH_DIGEST_KEY))
         _check_graph(self.session, self.contract, path)
         self.concurrency = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        if self.contract["dropout"] == "active" or device == "cuda":  # one masks stream / one device: batches in order
+        if self.contract["dropout"] == "active" or device.startswith(
+            "cuda"
+        ):  # one masks stream / one device: batches in order
             self.session = self._session(path, 0)
             self.concurrency = 1
         self.keys = list(self.contract["outputs"])

@@ -16,7 +16,12 @@ from sequifier.export.graph import InferenceGraph
 
 def torch_device(device: str) -> torch.device:
     """`device` as torch sees it, or a UserError when this machine has no such device."""
-    found = {"cpu": True, "cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}[device]
+    kind, _, index = device.partition(":")
+    found = {
+        "cpu": True,
+        "cuda": torch.cuda.device_count() > int(index or 0),
+        "mps": torch.backends.mps.is_available(),
+    }[kind]
     if not found:
         raise UserError(
             "device", f"is {device!r}, but torch {torch.__version__} finds no {device} device here; set device: cpu"

@@ -144,9 +144,10 @@ def test_a_3x_field_that_contradicts_the_model_exits_2_with_both_values_in_one_l
 @pytest.mark.skipif(
     "CUDAExecutionProvider" in onnxruntime.get_available_providers(), reason="this onnxruntime runs on CUDA"
 )
-def test_device_cuda_without_a_cuda_runtime_is_a_clear_error(reference_project: Path):
-    write_yaml(reference_project / "configs" / "infer.yaml", {**_scaffolded_by_3x(GENERATIVE), "device": "cuda"})
+@pytest.mark.parametrize("device", ["cuda", "cuda:1"])
+def test_device_cuda_without_a_cuda_runtime_is_a_clear_error(reference_project: Path, device: str):
+    write_yaml(reference_project / "configs" / "infer.yaml", {**_scaffolded_by_3x(GENERATIVE), "device": device})
     result = run_sequifier(["infer"], reference_project)
     assert result.returncode == 2
-    assert result.stderr.startswith("error: device: is 'cuda', but this onnxruntime offers only")
+    assert result.stderr.startswith(f"error: device: is '{device}', but this onnxruntime offers only")
     assert "onnxruntime-gpu" in result.stderr
