@@ -256,6 +256,11 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
     resolving = re.fullmatch(r"(.*?) full_key: (\S+) object_type=\S+", message)
     if resolving:
         problem, key = resolving.groups()
+        if "HydraConfig was not set" in problem:
+            problem += (
+                "; ${hydra:...} is not available in a train config or its overrides, which are composed before Hydra "
+                "runs a job (a sweep job's model name carries its swept values by itself)"
+            )
         chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0] == key]
         if not chosen:
             return unresolvable(entry.config_file, key, problem)

@@ -230,6 +230,12 @@ def check_plan_and_evaluation(config: TrainConfig, problems: ProblemList) -> Non
         path = f"training_plan.phases[{i}]"
         if names.count(phase.name) > 1:
             problems.add(f"{path}.name", f"phase name {phase.name!r} is used more than once")
+        if not phase.name.strip() or not phase.name.isprintable():
+            problems.add(
+                f"{path}.name",
+                f"{phase.name!r} cannot name a phase in logs and the metric files' phase column: it needs a visible "
+                "character and no control character",
+            )
         if phase.epochs < 1:
             problems.add(f"{path}.epochs", f"must be at least 1, got {phase.epochs}")
         if not phase.sources:

@@ -98,6 +98,7 @@ def test_a_misspelt_preset_group_is_named_with_a_did_you_mean(config_file: Path)
         ("model_name=${nowhere}", "Interpolation key 'nowhere' not found"),
         ("model_name=${oc.env:SEQUIFIER_UNSET_VARIABLE}", "SEQUIFIER_UNSET_VARIABLE"),
         ("model_name=${model_name}", "Recursive interpolation detected"),
+        ("model_name=m${hydra:job.num}", "${hydra:...} is not available in a train config or its overrides"),
     ],
 )
 def test_an_interpolation_an_override_cannot_resolve_is_named_by_the_override(config_file: Path, override, problem):

@@ -1121,6 +1121,13 @@ VALIDATION_ROWS = [
         base="canonical",
     ),
     row(
+        "phase-name-blank",
+        {"training_plan.phases": [{"name": " ", "epochs": 1, "sources": [{"source": "events"}]}]},
+        "training_plan.phases[0].name",
+        "' ' cannot name a phase in logs and the metric files' phase column",
+        base="canonical",
+    ),
+    row(
         "phase-epochs-zero", {"training_plan.epochs": 0}, "training_plan.phases[0].epochs", "must be at least 1, got 0"
     ),
     row(
