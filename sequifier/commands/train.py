@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         raise UserError(
             removed,
             "the launcher cannot be removed: every job runs through one; choose it with hydra/launcher=basic (the "
-            "default), submitit_local or submitit_slurm",
+            "default), submitit_local, submitit_slurm or slurm_ddp",
         )
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:

@@ -10,6 +10,7 @@ validates the composed data into the frozen TrainConfig.
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import sys
 import warnings
@@ -29,6 +30,7 @@ from sequifier.config.schema import TrainConfig, hydra_defaults, section_fields
 from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
+LONGEST_OVERRIDE_KEY = 240  # bytes: Hydra stats <its conf folder>/<key> to tell a preset group from a field
 SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
 SEARCH_PATH = "hydra.searchpath=[pkg://sequifier.conf]"
@@ -81,6 +83,13 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     except RecursionError:
         raise UserError("command line", "an override's value nests too deeply to parse") from None
     for override in parsed:
+        if len(override.key_or_group.encode()) > LONGEST_OVERRIDE_KEY:
+            raise UserError(
+                override.key_or_group[:60] + "...",
+                f"an override key of {len(override.key_or_group.encode())} bytes cannot be given on the command line "
+                f"(Hydra looks each key up as a file name, at most {LONGEST_OVERRIDE_KEY} bytes); set the field in the "
+                "config file",
+            )
         if nesting(override.value()) > MAX_NESTING:
             raise UserError(override.input_line, f"nests mappings and lists more than {MAX_NESTING} levels deep")
     choices, swept = [], []
@@ -441,8 +450,8 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
                     section = ".".join(walked)
                     raise UserError(
                         override,
-                        f"the config sets {section} to {node!r}, a value with no fields to override; write the "
-                        f"section whole instead: ~{section} '+{section}={{...}}'",
+                        f"the config sets {section} to {json.dumps(node)}, a value with no fields to override; write "
+                        f"the section whole instead: ~{section} '+{section}={{...}}'",
                     )
                 break
             if part not in node:

@@ -9,6 +9,7 @@ Launchers and presets are chosen on the command line (`hydra/launcher=...`, `gro
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +76,8 @@ def unresolvable(entry: Path, key: str, problem: str) -> UserError:
 
 
 def source_of(entry: Path, key: str) -> Path:
-    """The file, `entry` or one of its fragments, that sets the dotted `key`."""
-    return _owner(key, _composed_with_owners(entry)[1], entry)
+    """The file, `entry` or one of its fragments, that sets the dotted `key` (a list's item, `a.b[1]`, by its list)."""
+    return _owner(re.sub(r"\[\d+\]", "", key), _composed_with_owners(entry)[1], entry)
 
 
 def _composed_with_owners(entry: Path) -> tuple[dict[str, Any], dict[str, Path]]:

@@ -166,7 +166,9 @@ def config_warnings(config: TrainConfig) -> list[str]:
             "applies to each phase separately (reset_optimization_on_phase is true)"
         )
     if training.resume.policy == "never" and training.resume.checkpoint_path:
-        warnings.append("global_training.resume.checkpoint_path: resume policy never reads no checkpoint")
+        warnings.append(
+            "global_training.resume.checkpoint_path: is not read, since global_training.resume.policy is never"
+        )
     warnings += _idle_export_settings(config)
     return warnings + _idle_selection_settings(config) + _unused_datasets(config) + _unused_interfaces(config)
 

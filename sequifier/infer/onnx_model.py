@@ -30,7 +30,9 @@ def _providers(device: str) -> list:
             f"is {device!r}, but this onnxruntime offers only {', '.join(available)}; "
             "install onnxruntime-gpu, use a PT bundle, or set device: cpu",
         )
-    raise UserError("device", f"is {device!r}, but ONNX models run on cpu or cuda; use a PT bundle for {device!r}")
+    raise UserError(
+        "device", f"is {device!r}, but ONNX models run on cpu or cuda (cuda:N); use a PT bundle for {device!r}"
+    )
 
 
 INPUT_TYPES = {"categorical": "tensor(int64)", "real": "tensor(float)"}

@@ -52,12 +52,13 @@ class ReusedMeaning:
         used = (self.metadata.normalize_real_columns, self.metadata.normalize_on_all_data)
         stated = (config.normalize_real_columns, config.normalize_on_all_data)
         names = ("normalize_real_columns", "normalize_on_all_data")
+        has_reals = any(_kind(column_type) == "real" for column_type in self.metadata.column_data_types.values())
         for name, theirs, ours in zip(names, used, stated, strict=True):
-            matters = name == names[0] or self.metadata.selected_columns_statistics
+            matters = has_reals and (name == names[0] or self.metadata.selected_columns_statistics)
             if theirs != ours and matters:
                 log(
-                    f"note: {name}: the reused {self.path} says {str(theirs).lower()}, which this run applies with "
-                    f"its statistics and records, not the config's {str(ours).lower()}"
+                    f"note: {name} is {str(theirs).lower()} in the reused {self.path}, which this run applies with "
+                    f"its statistics and records (the config gives {str(ours).lower()})"
                 )
         return used
 

@@ -146,10 +146,13 @@ def check_scheduled_learning_rates(training, durations: list[int], per_batch: bo
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             optimizer, scheduler = _stepped_stand_in(training.learning_rate, calls, duration)
-            for step in range(2, min(duration, LR_STEPS_CHECKED) + 1):
+            zero_since = None
+            last = min(duration, LR_STEPS_CHECKED)
+            for step in range(2, last + 1):
                 try:
                     scheduler.step()
                 except Exception:  # refused by the checks above where sequifier sets the length, else by the run
+                    last = step - 1
                     break
                 rate = min(group["lr"] for group in optimizer.param_groups)
                 if rate < 0:
@@ -158,16 +161,16 @@ def check_scheduled_learning_rates(training, durations: list[int], per_batch: bo
                         f"{training.scheduler['name']} makes the learning rate negative ({rate:.4g}) at {unit} {step} "
                         f"of {duration}, and updates would then climb the loss; change its arguments",
                     )
-                if rate == 0 and step < duration:
-                    logger.warning(
-                        "global_training.scheduler: %s brings the learning rate to 0 at %s %d of %d; the updates "
-                        "after it change nothing",
-                        training.scheduler["name"],
-                        unit,
-                        step,
-                        duration,
-                    )
-                    break
+                zero_since = (zero_since or step) if rate == 0 else None
+        if zero_since is not None and zero_since < last:
+            logger.warning(
+                "global_training.scheduler: %s keeps the learning rate at 0 from %s %d of %d on; the updates from "
+                "then on change nothing",
+                training.scheduler["name"],
+                unit,
+                zero_since,
+                duration,
+            )
 
 
 class OptimizationLifecycle:

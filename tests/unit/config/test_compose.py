@@ -260,7 +260,7 @@ def test_removing_a_preset_group_nothing_chose_is_refused(config_file: Path, ove
         ("global_training=[]", "global_training is a section, set field by field (global_training.<field>=...)"),
         ("+model=x", "model is a section, set field by field (model.<field>=...) or by the presets of its groups"),
         ("+training_plan=[]", "choose one preset of training_plan (one of smoke), not a list"),
-        ("evaluation.monitor.mode=max", "the config sets evaluation to True, a value with no fields to override"),
+        ("evaluation.monitor.mode=max", "the config sets evaluation to true, a value with no fields to override"),
     ],
 )
 def test_overrides_hydra_would_take_as_choosing_nothing_are_refused(tmp_path: Path, override: str, problem: str):
@@ -268,3 +268,10 @@ def test_overrides_hydra_would_take_as_choosing_nothing_are_refused(tmp_path: Pa
     with pytest.raises(UserError) as caught:
         compose_config(path, [override])
     assert caught.value.where == override and caught.value.problem.startswith(problem)
+
+
+def test_an_override_key_too_long_for_hydras_file_lookup_is_refused_in_one_line():
+    key = "model.interface.ingestion.feature_embedding_dims." + "e" * 245
+    with pytest.raises(UserError, match="an override key of 294 bytes cannot be given on the command line"):
+        parse_overrides([f"{key}=12"])
+    assert parse_overrides([f"{key[:240]}=12"]).all == [f"{key[:240]}=12"]

@@ -75,7 +75,7 @@ def test_an_interface_no_dataset_names_is_warned_about(tmp_path):
         ),
         (
             {"global_training": {"resume": {"policy": "never", "checkpoint_path": "checkpoints/x.pt"}}},
-            "global_training.resume.checkpoint_path: resume policy never reads no checkpoint",
+            "global_training.resume.checkpoint_path: is not read, since global_training.resume.policy is never",
         ),
     ],
     ids=["no-format", "no-artifact", "dropout-without-onnx", "checkpoint-never-read"],

@@ -776,6 +776,14 @@ CASES = [
         "cannot resolve the interpolation: Interpolation key 'nope' not found",
     ),
     (
+        "bad interpolation in a list of a fragment",
+        {"additional_config_paths": ["configs/columns.yaml"], "selected_columns": None},
+        {DATA: good_table(), "configs/columns.yaml": 'selected_columns: [event, "${nope}"]\n'},
+        None,
+        "{root}/configs/columns.yaml: selected_columns[1]",
+        "cannot resolve the interpolation: Interpolation key 'nope' not found",
+    ),
+    (
         "bad interpolation in a fragment",
         {"additional_config_paths": ["configs/window.yaml"]},
         {DATA: good_table(), "configs/window.yaml": "seed: ${nope}\n"},

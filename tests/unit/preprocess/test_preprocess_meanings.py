@@ -91,7 +91,7 @@ def test_reused_metadata_decides_normalization(tmp_path, monkeypatch, capsys):
     assert metadata["normalize_real_columns"] is False
     raw = pq.read_table(REFERENCE_PARQUET).column("amount")[0].as_py()
     assert first_window_values(tmp_path, metadata, "amount")[0, 0] == raw
-    assert "note: normalize_real_columns: the reused " in capsys.readouterr().err
+    assert "note: normalize_real_columns is false in the reused " in capsys.readouterr().err
 
 
 def test_reused_statistics_are_recorded_with_the_rows_they_were_fitted_on(tmp_path, monkeypatch, capsys):
@@ -103,7 +103,7 @@ def test_reused_statistics_are_recorded_with_the_rows_they_were_fitted_on(tmp_pa
     assert metadata["normalize_on_all_data"] is False
     assert metadata["selected_columns_statistics"] == earlier["selected_columns_statistics"]
     err = capsys.readouterr().err
-    assert "note: normalize_on_all_data: the reused " in err and "not the config's true" in err
+    assert "note: normalize_on_all_data is false in the reused " in err and "(the config gives true)" in err
     assert "normalize_real_columns" not in err
 
 

@@ -173,8 +173,15 @@ def test_a_refused_epoch_stepped_length_in_reset_mode_is_not_told_to_set_it():
         ({"name": "CosineAnnealingLR", "eta_min": -0.5}, "batch", "makes the learning rate negative"),
         ({"name": "StepLR", "step_size": 1, "gamma": 0.5}, "epoch", None),
         ({"name": "CosineAnnealingLR"}, "batch", None),
+        ({"name": "CosineAnnealingLR", "T_max": 1}, "epoch", None),
     ],
-    ids=["step-negative-gamma", "cosine-negative-floor", "step-halving", "cosine-to-zero-at-the-end"],
+    ids=[
+        "step-negative-gamma",
+        "cosine-negative-floor",
+        "step-halving",
+        "cosine-to-zero-at-the-end",
+        "cosine-periodic",
+    ],
 )
 def test_a_schedule_that_turns_the_learning_rate_negative_is_refused_before_training(
     scheduler, step_on, refused, caplog
@@ -186,7 +193,7 @@ def test_a_schedule_that_turns_the_learning_rate_negative_is_refused_before_trai
     if refused is None:
         with caplog.at_level("WARNING", logger="sequifier"):
             OptimizationLifecycle(parameters, training, phase_epochs=[4], phase_steps=[6])
-        assert "learning rate to 0" not in caplog.text
+        assert "learning rate at 0" not in caplog.text
         return
     with pytest.raises(UserError, match=rf"{scheduler['name']} {re.escape(refused)}") as error:
         OptimizationLifecycle(parameters, training, phase_epochs=[4], phase_steps=[6])
@@ -203,4 +210,4 @@ def test_a_schedule_that_reaches_zero_before_its_end_is_warned_about(caplog):
     )
     with caplog.at_level("WARNING", logger="sequifier"):
         OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[3], phase_steps=[9])
-    assert "ExponentialLR brings the learning rate to 0 at epoch 2 of 3" in caplog.text
+    assert "ExponentialLR keeps the learning rate at 0 from epoch 2 of 3 on" in caplog.text
