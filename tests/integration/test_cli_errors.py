@@ -76,7 +76,7 @@ CASES = [
         _train_with("dataset.part.file_order=name"),
         ["dataset.part.file_order", "to set a field the file leaves out, write +dataset.part.file_order=name"],
     ),
-    (_train_with("model=null"), ["model=null", "takes the name of a preset"]),
+    (_train_with("model=null"), ["model=null", "model is a section, set field by field (model.<field>=...)"]),
     (
         _train_with("additional_config_paths=[configs/missing.yaml]"),
         ["additional_config_paths=[configs/missing.yaml]", "list the fragments in the file"],
