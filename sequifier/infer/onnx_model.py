@@ -113,9 +113,8 @@ class OnnxModel:
         _check_graph_digest(path, metadata.get(GRAPH_DIGEST_KEY))
         _check_graph(self.session, self.contract, path)
         self.concurrency = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        if self.contract["dropout"] == "active" or device.startswith(
-            "cuda"
-        ):  # one masks stream / one device: batches in order
+        # one masks stream, or one device: batches in order
+        if self.contract["dropout"] == "active" or device.startswith("cuda"):
             self.session = self._session(path, 0)
             self.concurrency = 1
         self.keys = list(self.contract["outputs"])

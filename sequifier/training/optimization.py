@@ -136,8 +136,8 @@ def _stepped_stand_in(learning_rate: float, calls: dict[str, dict | None], durat
 
 def check_scheduled_learning_rates(training, durations: list[int], per_batch: bool) -> None:
     """The learning rates the scheduler gives over each duration (those the updates use, up to LR_STEPS_CHECKED
-    of them): a negative one is refused (the updates would climb the loss), one that reaches 0 before the end is
-    warned about (the updates after it change nothing)."""
+    of them): a negative one is refused (the updates would climb the loss), one that stays at 0 from before the end
+    on is warned about (the updates from then on change nothing)."""
     if not training.scheduler:
         return
     calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": training.scheduler}
