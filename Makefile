@@ -26,15 +26,17 @@ demo: $(STAMP)
 	$(BIN)/python -m sequifier.project.demo_report demo
 
 # Every feature has a test that `make test` runs; the tests marked `slow` are further variants of them.
+# TEST_WORKERS pytest processes share the tests, a file's tests in one process (TEST_WORKERS=0: one process).
+TEST_WORKERS ?= 2
 test: $(STAMP)
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q -m "not slow"
+	$(BIN)/python -m pytest -q -m "not slow" -n $(TEST_WORKERS) --dist loadfile
 
 test-all: $(STAMP)
 	$(BIN)/ruff format --check --quiet .
 	$(BIN)/ruff check --quiet .
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 clean:
 	rm -rf $(VENV) demo outputs multirun

@@ -65,13 +65,24 @@ def remove_path(path: Path) -> None:
             raise
 
 
+def _temp_names_of(name: str) -> re.Pattern:
+    """Temp names of a target named `name`; the groups are the host and the process id."""
+    return re.compile(re.escape(f".{_temp_stem(name)}.") + r"([A-Za-z0-9-]+)\.(\d{1,9})\.[0-9a-f]+\.tmp")
+
+
+def is_temp_of(candidate: Path, path: Path) -> bool:
+    """Whether `candidate` is a temp of `path`: beside it and named as `temp_path_for` names them."""
+    candidate, path = Path(os.path.abspath(candidate)), Path(os.path.abspath(path))
+    return candidate.parent == path.parent and _temp_names_of(path.name).fullmatch(candidate.name) is not None
+
+
 def remove_stale_temps(path: Path) -> None:
     """Remove temps of `path` (files or folders) left by processes of this host that no longer exist."""
     path = Path(path)
     if not path.parent.is_dir():
         return
     prefix = f".{_temp_stem(path.name)}."
-    pattern = re.compile(re.escape(prefix) + r"([A-Za-z0-9-]+)\.(\d{1,9})\.[0-9a-f]+\.tmp")
+    pattern = _temp_names_of(path.name)
     host = _host()
     with os.scandir(path.parent) as entries:
         candidates = [entry.name for entry in entries if entry.name.startswith(prefix)]

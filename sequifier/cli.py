@@ -53,8 +53,18 @@ def _common_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", action="store_true", help="no progress bar or progress lines on stderr")
 
 
+def _installed_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("sequifier")
+    except PackageNotFoundError:
+        return "(not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sequifier", description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"sequifier {_installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     make = commands.add_parser("make", help="create a project folder with starter configs")

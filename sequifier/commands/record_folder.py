@@ -9,11 +9,35 @@ import shutil
 import time
 from pathlib import Path
 
-from sequifier.config.compose import hydra_quoted, last_value
+from sequifier.config.compose import TrainEntry, hydra_config, hydra_quoted, last_value
 from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
 
 FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of the log
+
+
+FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
+
+
+def check_folder_interpolations(entry: TrainEntry, overrides: list[str]) -> None:
+    """A record folder setting whose interpolation cannot be resolved fails inside Hydra as a traceback, a sweep's
+    only after its jobs ran; resolved here first, as for a job numbered 0."""
+    from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import OmegaConfBaseException
+
+    chosen = {key: last_value(overrides, key) for key in FOLDER_KEYS}
+    interpolated = [key for key, value in chosen.items() if value is not None and "${" in value]
+    if not interpolated:
+        return
+    composed = hydra_config(entry, overrides)
+    with open_dict(composed):
+        composed.hydra.job.num, composed.hydra.job.id = 0, "0"
+    for key in interpolated:
+        try:
+            OmegaConf.select(composed, key, throw_on_missing=True)
+        except OmegaConfBaseException as error:
+            problem = " ".join(str(error).split("\n")[0].split())
+            raise UserError(key, f"cannot resolve the interpolation in {chosen[key]}: {problem}") from None
 
 
 def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
@@ -34,6 +58,8 @@ def sweep_folder(overrides: list[str]) -> Path:
 
 
 def _check_chosen(chosen: str, key: str) -> Path:
+    if not _unquoted(chosen).strip():
+        raise UserError(key, "is empty; give the folder for the run's record (it would be the working folder)")
     folder = Path.cwd() / _unquoted(chosen)
     _check_can_hold(folder, nearest_existing(folder), key)
     return folder
@@ -52,7 +78,10 @@ def _check_can_hold(folder: Path, existing: Path, key: str) -> None:
     if not os.access(existing, os.W_OK | os.X_OK):
         cause = "a read-only file system" if os.statvfs(existing).f_flag & os.ST_RDONLY else "not writable"
         raise UserError(key, f"{folder}: {existing} is {cause}, so the run's record cannot go there")
-    free = shutil.disk_usage(existing).free
+    usage = shutil.disk_usage(existing)
+    if usage.total == 0:
+        raise UserError(key, f"{folder}: {existing} is on a file system that stores no files (as /proc and /sys are)")
+    free = usage.free
     if free < FREE_BYTES_NEEDED:
         raise UserError(
             key, f"{folder}: no space left on device ({free >> 10} KiB free) for the run's record, let alone its models"

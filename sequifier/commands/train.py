@@ -34,7 +34,7 @@ from sequifier.commands.launcher import (
     prepare_slurm_launcher,
     with_launcher_defaults,
 )
-from sequifier.commands.record_folder import run_folder_settings, sweep_folder
+from sequifier.commands.record_folder import check_folder_interpolations, run_folder_settings, sweep_folder
 from sequifier.commands.submitit_stop import requeued_after_stop
 from sequifier.commands.sweep import (
     HydraJob,
@@ -51,6 +51,7 @@ from sequifier.config.compose import (
     TrainEntry,
     canonical_config,
     compose_entry,
+    hydra_quoted,
     last_value,
     parse_overrides,
     read_entry,
@@ -76,6 +77,13 @@ WRITTEN_BEFORE_IS_KEPT = (
 )
 
 
+UNSUPPORTED_HYDRA_SETTINGS = {
+    "hydra.mode": "-m (--multirun) runs a sweep, and without it a single run; each has its own record folder",
+    "hydra.searchpath": "the presets come from sequifier's own search path; a config file's fragments "
+    "(`additional_config_paths`) add settings of your own files",
+}
+
+
 def run(args: argparse.Namespace) -> int:
     PROFILE.begin_command(enabled=args.profile)
     overrides = parse_overrides(command_overrides(args))
@@ -95,6 +103,10 @@ def run(args: argparse.Namespace) -> int:
             "is not supported: sequifier sweeps with Hydra's basic sweeper over the values listed on the command "
             "line; write them there with -m (e.g. -m seed=1,2)",
         )
+    for key, why in UNSUPPORTED_HYDRA_SETTINGS.items():
+        chosen = next((o for o in overrides.all if o.lstrip("+~").split("=", 1)[0] == key), None)
+        if chosen is not None:
+            raise UserError(key, f"is not supported: {why}")
     removed = next((o for o in overrides.all if _removes_the_launcher(o)), None)
     if removed is not None:
         raise UserError(
@@ -115,6 +127,7 @@ def run(args: argparse.Namespace) -> int:
         _refuse_shared_job_folders(overrides.all)
     entry = read_entry(args.config_path)
     check_launcher_keys(entry, overrides.combinations)
+    check_folder_interpolations(entry, overrides.combinations[0])
     overrides = with_launcher_defaults(overrides, entry)
     PREPARED.clear()
     configs = [
@@ -128,7 +141,11 @@ def run(args: argparse.Namespace) -> int:
     for warning in config_warnings(configs[0]):
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
-        print(OmegaConf.to_yaml(asdict(configs[0])), end="")
+        first = configs[0]
+        if multirun:  # as the sweep's first job trains it
+            swept = swept_values(tuple(overrides.combinations[0]), set(overrides.unswept_keys))
+            first = replace(first, model_name=sweep_model_name(first.model_name, swept))
+        print(OmegaConf.to_yaml(asdict(first)), end="")
         return 0
     rank_settings = hydra_settings_of_this_rank()
     if multirun:
@@ -210,7 +227,7 @@ def command_overrides(args: argparse.Namespace) -> list[str]:
     overrides = list(args.overrides)
     overridden = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     flags = (
-        ("--model-name", "model_name", args.model_name or None),
+        ("--model-name", "model_name", hydra_quoted(args.model_name) if args.model_name else None),  # as written
         ("--seed", "seed", args.seed),
         ("--skip-metadata", "skip_metadata", "true" if args.skip_metadata else None),
     )

@@ -26,7 +26,7 @@ from sequifier.config.expand import expand_singletons
 from sequifier.config.files import MAX_NESTING, nesting
 from sequifier.config.fragments import KEY as FRAGMENTS_KEY
 from sequifier.config.fragments import compose_file, unresolvable
-from sequifier.config.schema import TrainConfig, hydra_defaults, section_fields
+from sequifier.config.schema import TrainConfig, hydra_defaults, may_be_null, section_fields
 from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
@@ -71,6 +71,14 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     from hydra.core.override_parser.overrides_parser import OverridesParser
     from hydra.errors import HydraException
 
+    for override in overrides:
+        key, equals, value = override.partition("=")
+        if not key.lstrip("+~"):
+            raise UserError(override, "an override names its field or preset group before '=': key=value")
+        if not equals and not key.startswith("~"):
+            raise UserError(override, f"an override sets a value: {key}=<value> (~{key} removes a field)")
+        if value.startswith("="):
+            raise UserError(override, f"holds '=='; an override is written {key}=<value>")
     overrides = [_null_field_deletion(dotted_indices(o)) for o in overrides]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -103,6 +111,10 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         if override.is_sweep_override():
             key = override.get_key_element()
             swept.append(override.key_or_group)
+            if override.value_type is not None and override.value_type.name == "GLOB_CHOICE_SWEEP":
+                raise UserError(
+                    override.input_line, "glob() is not supported; list the presets: key=a,b (or key=range(0,4))"
+                )
             try:
                 values = list(override.sweep_string_iterator())
             except (HydraException, ValueError) as error:
@@ -225,7 +237,22 @@ def compose_entry(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
         if merging and error.__cause__ is not None:
             raise _merge_error(merging.group(1), error.__cause__) from None
         raise _composition_error(entry, overrides, " ".join(str(error).split())) from None
+    except TypeError:  # OmegaConf's answer to ~ of a list's item: "list indices must be integers ..."
+        items = [o for o in overrides if o.startswith("~") and o.split("=", 1)[0].rsplit(".", 1)[-1].isdigit()]
+        if not items:
+            raise
+        key = items[0][1:].split("=", 1)[0].rsplit(".", 1)[0]
+        raise UserError(
+            items[0], f"~ removes a field, not an item of a list; set the whole list instead: {key}=[...]"
+        ) from None
     except ValueError as error:  # Hydra's answer to a config group given null, e.g. model=null
+        index = re.search(r"invalid literal for int\(\) with base 10: '([^']*)'", str(error))
+        if index:
+            chosen = [o for o in overrides if index.group(1) in o.lstrip("+~").split("=", 1)[0].split(".")]
+            raise UserError(
+                chosen[-1] if chosen else "command line",
+                f"{index.group(1)!r} is no index of a list: a list's items are numbered from 0 (or set the whole list)",
+            ) from None
         nulls = [o for o in overrides if o.partition("=")[2].strip() in ("null", "~", "")]
         where = nulls[0] if nulls else str(entry.config_file)
         problem = " ".join(str(error).split())
@@ -289,9 +316,10 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         group = key.replace(".", "/")
         if group in config_groups():
             presets = ", ".join(group_presets(group))
+            none = f"write +{key}=null for none, or " if may_be_null(key.split(".")) else "it cannot be left out; "
             problem = (
-                f"{key} is not in the config file, so its default preset applies; write +{key}=null for none, or "
-                f"choose a preset with {group}=<preset> (one of {presets})"
+                f"{key} is not in the config file, so its default preset applies; {none}choose a preset with "
+                f"{group}=<preset> (one of {presets})"
             )
         else:
             problem = (
@@ -310,21 +338,47 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         group = unknown_group.group(1)
         chosen = [o for o in overrides if o.lstrip("+~").split("=", 1)[0].split("@")[0] == group]
         groups = config_groups()
+        placed = [o for o in overrides if o.split("=", 1)[0] == group and "@" in group]
+        if placed and group.split("@")[0] in groups:
+            return UserError(
+                placed[-1],
+                f"a preset placed with @ adds a field the config does not have, which takes a leading +: +{placed[-1]}",
+            )
         return UserError(
             chosen[-1] if chosen else group,
             f"there is no preset group {group!r}{did_you_mean(group, groups)}; the groups are {', '.join(groups)}",
         )
+    appended = re.match(r"Could not append to config\. An item is already at '([^']+)'", message)
+    if appended:
+        key = appended.group(1)
+        chosen = [
+            o for o in overrides if o.startswith("+") and not o.startswith("++") and o[1:].split("=", 1)[0] == key
+        ]
+        value = chosen[-1].split("=", 1)[1] if chosen else "<value>"
+        return UserError(
+            chosen[-1] if chosen else f"+{key}",
+            f"{key} is in the config already, and + adds a field that is not; set it: {key}={value}",
+        )
+    absent = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
+    if absent:
+        key = absent.group(1)
+        chosen = [o for o in overrides if o.split("=", 1)[0] == key]
+        return UserError(chosen[-1] if chosen else key, f"there is no field {key} to set; +{key}=<value> adds it")
     return UserError(str(entry.config_file), message)
 
 
-def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
-    """The `hydra.launcher` node the overrides select (unresolved), composed as Hydra will compose it for a job."""
+def hydra_config(entry: TrainEntry, overrides: list[str]) -> DictConfig:
+    """The entry plus overrides with the `hydra` node, composed as Hydra will compose it for a job (unresolved)."""
     from hydra import compose
 
     register_entry(entry)
     with _composing():
-        composed = compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH], return_hydra_config=True)
-        return OmegaConf.to_container(composed.hydra.launcher, resolve=False)
+        return compose(config_name=ENTRY_NAME, overrides=overrides + [SEARCH_PATH], return_hydra_config=True)
+
+
+def launcher_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, Any]:
+    """The `hydra.launcher` node the overrides select (unresolved), composed as Hydra will compose it for a job."""
+    return OmegaConf.to_container(hydra_config(entry, overrides).hydra.launcher, resolve=False)
 
 
 def compose_config(config_file: Path, overrides: list[str]) -> dict[str, Any]:
@@ -448,10 +502,14 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
             if not isinstance(node, dict):
                 if isinstance(node, (bool, int, float, str)) and walked:
                     section = ".".join(walked)
+                    whole = (
+                        f"; write the section whole instead: ~{section} '+{section}={{...}}'"
+                        if section_fields(walked) is not None
+                        else f"; set it whole: {section}=<value>"
+                    )
                     raise UserError(
                         override,
-                        f"the config sets {section} to {json.dumps(node)}, a value with no fields to override; write "
-                        f"the section whole instead: ~{section} '+{section}={{...}}'",
+                        f"the config sets {section} to {json.dumps(node)}, a value with no fields to override{whole}",
                     )
                 break
             if part not in node:

@@ -66,7 +66,9 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
     if path.is_dir():
         raise UserError(str(path), "is a folder, not a config file")
     if not path.is_file():
-        raise UserError(str(path), "config file not found")
+        raise UserError(
+            str(path), "is not a regular file, so not a config file" if path.exists() else "config file not found"
+        )
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:

@@ -458,6 +458,18 @@ def section_fields(path: list[str]) -> set[str] | None:
     return {f.name for f in dataclasses.fields(cls)}
 
 
+def may_be_null(path: list[str]) -> bool:
+    """Whether the field at `path` (keys from the top) of the canonical schema takes null."""
+    parent = section_fields(path[:-1])
+    if parent is None or path[-1] not in parent:
+        return False
+    cls: Any = TrainConfig
+    for part in path[:-1]:
+        hint = typing.get_type_hints(cls)[part]
+        cls = next((a for a in typing.get_args(hint) if a is not type(None)), hint)
+    return type(None) in typing.get_args(typing.get_type_hints(cls)[path[-1]])
+
+
 def _defaults_of(cls: type) -> dict[str, Any]:
     hints = typing.get_type_hints(cls)
     out: dict[str, Any] = {}

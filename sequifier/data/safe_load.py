@@ -58,6 +58,5 @@ def _check_sums(path: Path, what: str) -> None:
     except (OSError, EOFError, ValueError):
         return
     if damaged is not None:
-        raise UserError(
-            str(path), f"not a readable {what}: its part {damaged!r} fails its checksum (the file is damaged)"
-        )
+        part = damaged.split("/", 1)[-1]  # without the archive's folder, named after the file torch.save wrote
+        raise UserError(str(path), f"not a readable {what}: its part {part!r} fails its checksum (the file is damaged)")

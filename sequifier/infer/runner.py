@@ -130,7 +130,12 @@ def resolve_sources(config: InferConfig, project_root: Path) -> Sources:
     if config.data_path:
         return Sources(files, metadata_path, project_root / config.data_path, route)
     assert metadata_path is not None
-    data_path = project_root / read_metadata(metadata_path).split_paths[-1]
+    split_paths = read_metadata(metadata_path).split_paths
+    if not split_paths:
+        raise UserError(
+            str(metadata_path), "split_paths is empty, so it names no split to infer on; set data_path to the data"
+        )
+    data_path = project_root / split_paths[-1]
     return Sources(files, metadata_path, data_path, route, f"the last of split_paths in {metadata_path}")
 
 

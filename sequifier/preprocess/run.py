@@ -221,6 +221,16 @@ def _refuse_unless_file(target: Path, earlier: str) -> None:
 
 
 def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: Optional[ReusedMeaning]) -> Path:
+    unplanned_form = OutputForm(
+        write_format=config.write_format,
+        merged=config.merge_output,
+        data_name=config.data_name,
+        stage=staging.outputs,
+        parts=staging.parts,
+        column_types={},
+        window_length=config.window_length,
+    )
+    _refuse_foreign_targets(config, unplanned_form)
     staged_metadata = staging.reserve_beside(metadata_path(config))
     columns, source = plan_columns(config, open_source(config, reused and reused.metadata.id_maps), reused)
     _check_static_maps(config, columns)
@@ -240,17 +250,11 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
     normalize, on_all_data = (
         reused.normalization(config) if reused else (config.normalize_real_columns, config.normalize_on_all_data)
     )
-    form = OutputForm(
-        write_format=config.write_format,
-        merged=config.merge_output,
-        data_name=config.data_name,
-        stage=staging.outputs,
-        parts=staging.parts,
+    form = replace(
+        unplanned_form,
         column_types=dict(columns.types),
-        window_length=config.window_length,
         windows_per_shard=(config.batches_per_file or DEPTH_WINDOWS_PER_SHARD) if config.depth_layouts else None,
     )
-    _refuse_foreign_targets(config, form)
     shared = SharedWork(
         columns=columns,
         split=_split_policy(config, source, scanned, seed),
@@ -329,7 +333,7 @@ def run_preprocess(config: PreprocessConfig) -> Path:
         reused = load_reused(config)
         input_files(config)  # a missing input is named before staging makes any folder
         try:
-            staging = Staging(output_folder(config))
+            staging = Staging(output_folder(config), metadata_path(config).parent)
         except OSError as error:
             raise UserError(str(output_folder(config)), f"cannot stage outputs there ({os_problem(error)})") from None
         try:

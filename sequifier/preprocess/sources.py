@@ -282,8 +282,18 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
             hint = (
                 "; a word among a csv's numbers (a header repeated, say) makes its column text" if words and csv else ""
             )
+            empty = [str(p) for p in (first_path, path) if _parquet_without_rows(p)]
+            if empty:
+                hint += f"; {empty[0]} holds no rows, yet its columns' types must agree: remove it or give it theirs"
             raise UserError(name, f"has type {first} in {first_path} but {arrow_type} in {path}{hint}")
     return first
+
+
+def _parquet_without_rows(path: Path) -> bool:
+    try:
+        return pq.ParquetFile(path).metadata.num_rows == 0
+    except (OSError, pa.ArrowException):
+        return False
 
 
 def open_source(config: PreprocessConfig, reused_maps: Mapping[str, dict[str, int]] | None = None) -> InputSource:

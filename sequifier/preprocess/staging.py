@@ -20,6 +20,7 @@ from typing import Optional
 
 from sequifier.atomic import (
     _process_exists,
+    is_temp_of,
     remove_path,
     remove_stale_temps,
     replace_durably,
@@ -27,6 +28,7 @@ from sequifier.atomic import (
     write_text_atomic,
 )
 from sequifier.deferred_signals import signals_deferred
+from sequifier.preprocess.progress import log
 from sequifier.preprocess.signals import exit_if_stop_requested
 
 # The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
@@ -90,8 +92,13 @@ def _finish(moves: list[Move]) -> None:
             remove_path(Path(move.backup))
 
 
-def recover_abandoned(output_folder: Path) -> None:
-    """Undo what every run of this host whose process is gone left: staged files, and a swap cut short."""
+def recover_abandoned(output_folder: Path, metadata_folder: Path) -> None:
+    """Undo what every run of this host whose process is gone left: staged files, and a swap cut short.
+
+    Only a record whose every path is an output a preprocess of this project writes (a split in `output_folder`,
+    a metadata file in `metadata_folder`), or staged or set aside for one, is applied: a record copied from
+    elsewhere, or written by hand, never touches anything else.
+    """
     host = socket.gethostname()
     for record_path in sorted(output_folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}")):
         base = record_path.parent
@@ -104,12 +111,48 @@ def recover_abandoned(output_folder: Path) -> None:
             continue  # not a record this version wrote; the folder goes with the other stale temps
         if owner != host or _process_exists(pid):
             continue
+        stray = _first_stray_path(base, moves, beside, output_folder, metadata_folder)
+        if stray is not None:
+            log(
+                f"note: {base} holds the record of a killed run that names {stray}, which is no output of this "
+                "project; the record is not applied, and is removed with the rest of that run's staging folder"
+            )
+            continue
         if committed:
             _finish(moves)
         else:
             _roll_back(moves)
         for staged in beside:  # never swapped in, or already moved away
             _remove_if_there(Path(staged))
+
+
+def _inside(path: str | Path, folder: Path) -> bool:
+    path, folder = os.path.abspath(path), os.path.abspath(folder)
+    return os.path.commonpath([path, folder]) == folder and path != folder
+
+
+def _first_stray_path(
+    base: Path, moves: list[Move], beside: list[str], output_folder: Path, metadata_folder: Path
+) -> str | None:
+    """A path of a killed run's record that is neither an output of this project, nor staged for one, nor its
+    backup."""
+    for move in moves:
+        target = Path(move.target)
+        if not (_inside(target, output_folder) or _is_metadata_file(target, metadata_folder)):
+            return move.target
+        if not (_inside(move.staged, base) or is_temp_of(Path(move.staged), target)):
+            return move.staged
+        if move.backup is not None and not is_temp_of(Path(move.backup), target.with_name(target.name + ".previous")):
+            return move.backup
+    for path in beside:
+        staged_beside = Path(path).name.startswith(".") and path.endswith(".tmp")
+        if not (staged_beside and (_inside(path, output_folder) or _is_metadata_file(Path(path), metadata_folder))):
+            return path
+    return None
+
+
+def _is_metadata_file(path: Path, metadata_folder: Path) -> bool:
+    return os.path.dirname(os.path.abspath(path)) == os.path.abspath(metadata_folder)
 
 
 def _relative(path: str | Path | None, base: Path) -> str | None:
@@ -119,7 +162,7 @@ def _relative(path: str | Path | None, base: Path) -> str | None:
 
 
 def _joined(base: Path, path: str | None) -> str | None:
-    """A recorded path read back (an absolute one, of records written before paths were relative, as it is)."""
+    """A recorded path read back (an absolute one as it is)."""
     return None if path is None else os.path.normpath(os.path.join(base, path))
 
 
@@ -137,8 +180,8 @@ def _created_folders(folder: Path) -> list[Path]:
 class Staging:
     """The staged outputs of one run, their swap into place, and their removal at the end."""
 
-    def __init__(self, output_folder: Path):
-        recover_abandoned(output_folder)
+    def __init__(self, output_folder: Path, metadata_folder: Path):
+        recover_abandoned(output_folder, metadata_folder)
         remove_stale_temps(output_folder / STAGING_NAME)
         self.created = _created_folders(output_folder)
         self.root = temp_path_for(output_folder / STAGING_NAME)

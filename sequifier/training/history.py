@@ -8,6 +8,7 @@ to its checkpoint, so its history is the uninterrupted run's.
 from __future__ import annotations
 
 import csv
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,9 +64,14 @@ def read_history(folder: Path) -> History:
         several_parts = len({row["part"] for row in mine if row["target"] != "aggregate"}) > 1
         for row in mine:
             try:
+                if None in row or None in row.values():
+                    raise ValueError("more or fewer fields than the header")
                 epoch, value = int(row["epoch"]), float(row["value"])
             except (TypeError, ValueError):
-                raise UserError(str(paths[split]), f"holds a row that is not a metric row: {row}") from None
+                raise UserError(
+                    str(paths[split]),
+                    f"holds a row that is not a metric row: {row}; remove or repair it (an edit or a crash cut it)",
+                ) from None
             name = f"{row['part']}/{row['target']}" if several_parts and row["part"] else row["target"]
             history.values.setdefault((split, name, row["metric"]), {})[epoch] = value
             history.phases[epoch] = row["phase"]
@@ -82,6 +88,16 @@ def _rows(path: Path) -> list[dict[str, str]]:
             missing = [name for name in READ_FIELDS if name not in (reader.fieldnames or READ_FIELDS)]
             if missing:
                 raise UserError(str(path), f"lacks the metric columns {', '.join(missing)}; it is not a metric file")
-            return list(reader)
+            rows = list(reader)
     except (UnicodeDecodeError, csv.Error) as error:
         raise UserError(str(path), f"is not a readable metric file ({error})") from None
+    if rows and not _ends_a_line(path):
+        print(f"note: {path} ends in a partial row (an edit or a crash cut it); it is left out", file=sys.stderr)
+        rows.pop()
+    return rows
+
+
+def _ends_a_line(path: Path) -> bool:
+    with path.open("rb") as raw:
+        raw.seek(-1, 2)
+        return raw.read(1) == b"\n"

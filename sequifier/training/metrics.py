@@ -60,6 +60,13 @@ class MetricsFile:
         if keep_bytes is not None and path.exists() and path.stat().st_size > keep_bytes:
             with path.open("r+b") as existing:
                 existing.truncate(keep_bytes)
+        elif keep_bytes is not None and (path.stat().st_size if path.exists() else 0) < keep_bytes:
+            held = f"holds {path.stat().st_size} bytes, fewer than" if path.exists() else "is missing; it held"
+            logger.warning(
+                f"{path} {held} the {keep_bytes} it held when the checkpoint was written: rows of the run are "
+                "missing from it (the resumed run's rows follow what is left)"
+            )
+        _drop_partial_row(path)
         new = not path.exists() or path.stat().st_size == 0
         self._file = path.open("a", newline="")
         self._writer = csv.DictWriter(self._file, fieldnames=fields)
@@ -82,3 +89,24 @@ class MetricsFile:
 
     def close(self) -> None:
         self._file.close()
+
+
+def _drop_partial_row(path: Path) -> None:
+    """Cut a file that does not end with a whole row (a crash or an edit cut it) back to its last whole row, so
+    that the next row starts on a line of its own."""
+    if not path.is_file() or path.stat().st_size == 0:
+        return
+    with path.open("r+b") as existing:
+        end = existing.seek(0, 2)
+        start = end
+        while start > 0:
+            start = max(0, start - (1 << 16))
+            existing.seek(start)
+            tail = existing.read(end - start)
+            if tail.endswith(b"\n"):
+                return
+            if b"\n" in tail or start == 0:
+                break
+        whole = start + tail.rfind(b"\n") + 1
+        existing.truncate(whole)
+    logger.warning(f"{path} ended in a partial row ({tail[whole - start :][:80]!r}); it is removed")

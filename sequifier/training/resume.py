@@ -12,11 +12,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import time
 from pathlib import Path
 from typing import Any
 
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
+from sequifier.export.names import is_exported_name
 from sequifier.training.checkpoint import LATEST, checkpoint_dir, read_checkpoint
 
 RESUMABLE_FIELDS = (
@@ -65,27 +67,68 @@ def checkpoint_to_resume(spec: RunSpec, announce: bool = True) -> Path | None:
 
 
 def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, Any]) -> None:
-    """Before a fresh run writes into checkpoints/<model>/: if they hold a run of another config or data, move that
-    run's checkpoints into a subfolder, so that this run neither overwrites them nor mixes its files with theirs."""
+    """Before a fresh run writes into checkpoints/<model>/ and models/: if the checkpoints hold a run of another
+    config or data, move that run's checkpoints into a subfolder, and the exported models this run's files would
+    replace into `models/earlier-<run id>/`, so that this run neither overwrites them nor mixes its files with theirs.
+
+    The newest checkpoint that can be read tells the run (latest.pt, else the newest snapshot); when none can be
+    read, nothing tells whether the files are this config's, so they are set aside too."""
     folder = checkpoint_dir(spec.project_root, spec.model_name)
-    latest = folder / LATEST
-    if not latest.is_file():
+    checkpoints = sorted(folder.glob("*.pt"))
+    if not checkpoints:
         return
-    try:
-        saved = read_checkpoint(latest)
-    except UserError:
-        return  # not a checkpoint this release can read: nothing to compare, and resuming from it reports it
-    try:
-        check_fingerprint(saved["fingerprint"], current, latest)
-    except UserError as difference:
-        aside = folder / f"earlier-{saved['run_id']}"
-        aside.mkdir(exist_ok=True)
-        for checkpoint in sorted(folder.glob("*.pt")):
-            checkpoint.replace(aside / checkpoint.name)
-        print(
-            f"note: {folder} held the checkpoints of a run of another config or data (first difference: "
-            f"{difference.where}); they are now in {aside}, and this fresh run starts an empty folder"
-        )
+    readable = _newest_readable(folder, checkpoints)
+    if readable is None:
+        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(path.stat().st_mtime for path in checkpoints)))
+        reason, run_id = "that this release cannot read", f"unreadable-{stamp}"
+    else:
+        path, saved = readable
+        try:
+            check_fingerprint(saved["fingerprint"], current, path)
+            return
+        except UserError as difference:
+            reason, run_id = (
+                f"of a run of another config or data (first difference: {difference.where})",
+                saved["run_id"],
+            )
+    aside = folder / f"earlier-{run_id}"
+    aside.mkdir(exist_ok=True)
+    for checkpoint in checkpoints:
+        checkpoint.replace(aside / checkpoint.name)
+    models = _models_this_run_would_replace(spec)
+    if models:
+        models_aside = spec.models_dir / f"earlier-{run_id}"
+        models_aside.mkdir(exist_ok=True)
+        for model in models:
+            model.replace(models_aside / model.name)
+    moved_models = f", and its exported models that this run's would replace are in {models_aside}" if models else ""
+    print(
+        f"note: {folder} held checkpoints {reason}; they are now in {aside}{moved_models}; this fresh run starts "
+        "an empty folder"
+    )
+
+
+def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[str, Any]] | None:
+    latest = folder / LATEST
+    snapshots = sorted((path for path in checkpoints if path != latest), key=lambda path: path.stat().st_mtime)
+    for path in [latest, *reversed(snapshots)]:
+        if path.is_file():
+            try:
+                return path, read_checkpoint(path)
+            except UserError:
+                continue  # a damaged or foreign file: the next one may tell
+    return None
+
+
+def _models_this_run_would_replace(spec: RunSpec) -> list[Path]:
+    stems = [spec.dataset_view(dataset).model_name for dataset in spec.config.dataset_training]
+    if not spec.models_dir.is_dir():
+        return []
+    return sorted(
+        path
+        for path in spec.models_dir.iterdir()
+        if path.is_file() and is_exported_name(path.name, stems, spec.model_name)
+    )
 
 
 def fingerprint(spec: RunSpec) -> dict[str, Any]:

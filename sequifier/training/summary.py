@@ -45,7 +45,12 @@ def run_summary(result: TrainResult, wall_seconds: float) -> str:
     lines = [f"\nrun summary: {result.model_name}"]
     for row in [HEADER, *rows]:
         lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    if not rows:
+    if not rows and result.best_epoch:
+        folders = ", ".join(result.log_folders)
+        lines.append(
+            f"  (the metric files in {folders} hold no validation rows: removed or emptied since the run wrote them)"
+        )
+    elif not rows:
         lines.append("  (no validation: add an `evaluation` section to see validation losses)")
     if result.best_epoch:
         lines.append(f"  best model: epoch {result.best_epoch} (monitored loss {result.monitored_loss:.4f})")

@@ -261,3 +261,15 @@ def test_a_missing_last_split_of_the_metadata_is_blamed_on_the_metadata(project:
         run_inference(write_yaml(project / "configs" / "derived.yaml", config))
     assert refused.value.where == f"the last of split_paths in {moved}"
     assert refused.value.problem.startswith(f"{project / 'gone' / 'events-split2.parquet'} does not exist")
+
+
+def test_a_metadata_without_splits_is_named_and_data_path_suggested(project: Path, tmp_path: Path):
+    metadata = json.loads(METADATA.read_text())
+    metadata["split_paths"] = []
+    emptied = tmp_path / "metadata.json"
+    emptied.write_text(json.dumps(metadata))
+    config = {"project_root": str(project), "model_path": f"models/{GENERATIVE}", "metadata_config_path": str(emptied)}
+    with pytest.raises(UserError) as refused:
+        run_inference(write_yaml(project / "configs" / "derived.yaml", config))
+    assert refused.value.where == str(emptied)
+    assert refused.value.problem == "split_paths is empty, so it names no split to infer on; set data_path to the data"

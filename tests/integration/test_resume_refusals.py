@@ -107,14 +107,40 @@ def test_a_fresh_run_of_another_config_sets_the_earlier_checkpoints_aside_and_on
     folder = trained / "checkpoints" / "tiny"
     same = run_sequifier(["train"], trained)
     assert same.returncode == 0, same.stderr
-    assert "held the checkpoints" not in same.stdout and [p for p in folder.iterdir() if p.is_dir()] == []
+    assert "held checkpoints" not in same.stdout and [p for p in folder.iterdir() if p.is_dir()] == []
 
     earlier = {path.name: path.read_bytes() for path in folder.glob("*.pt")}
+    earlier_models = {path.name: path.read_bytes() for path in (trained / "models").iterdir()}
     run_id = torch.load(folder / "latest.pt", weights_only=True)["run_id"]
     other = run_sequifier(["train", "global_training.learning_rate=0.001"], trained)
     assert other.returncode == 0, other.stderr
     aside = folder / f"earlier-{run_id}"
-    assert "held the checkpoints of a run of another config or data (first difference: global_training" in other.stdout
+    assert "held checkpoints of a run of another config or data (first difference: global_training" in other.stdout
     assert {path.name: path.read_bytes() for path in aside.glob("*.pt")} == earlier
+    models_aside = trained / "models" / f"earlier-{run_id}"
+    assert f"its exported models that this run's would replace are in {models_aside}" in other.stdout
+    assert {path.name: path.read_bytes() for path in models_aside.iterdir()} == earlier_models
+    assert set(earlier_models) <= {path.name for path in (trained / "models").iterdir()}  # this run's, same names
     latest = torch.load(folder / "latest.pt", weights_only=True)
     assert latest["run_id"] != run_id and latest["fingerprint"]["config"]["global_training.learning_rate"] == 0.001
+
+
+@pytest.mark.parametrize("damage", ["latest.pt removed", "every checkpoint unreadable"])
+def test_a_fresh_run_sets_aside_checkpoints_it_cannot_tell_by_latest_pt(damage: str, trained: Path):
+    """Without a readable latest.pt the newest readable snapshot tells the run; with none, the files go aside."""
+    folder = trained / "checkpoints" / "tiny"
+    run_id = torch.load(folder / "latest.pt", weights_only=True)["run_id"]
+    if damage == "latest.pt removed":
+        (folder / "latest.pt").unlink()
+    else:
+        for path in folder.glob("*.pt"):
+            path.write_bytes(path.read_bytes()[:1000])
+    earlier = {path.name: path.read_bytes() for path in folder.glob("*.pt")}
+    other = run_sequifier(["train", "model.backbone.architecture.dim_model=32"], trained)
+    assert other.returncode == 0, other.stderr
+    (aside,) = [path for path in folder.iterdir() if path.is_dir()]
+    if damage == "latest.pt removed":
+        assert aside.name == f"earlier-{run_id}" and "another config or data" in other.stdout
+    else:
+        assert aside.name.startswith("earlier-unreadable-") and "that this release cannot read" in other.stdout
+    assert {path.name: path.read_bytes() for path in aside.glob("*.pt")} == earlier

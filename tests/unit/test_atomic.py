@@ -160,7 +160,7 @@ def test_a_staging_folder_of_a_dead_run_is_removed_by_the_next_run(tmp_path):
     stale = own.with_name(own.name.replace(f".{os.getpid()}.", f".{dead_pid()}."))
     (stale / "outputs").mkdir(parents=True)
     (stale / "outputs" / "shard.pt").write_bytes(OLD)
-    staging = Staging(tmp_path)
+    staging = Staging(tmp_path, tmp_path / "metadata_configs")
     assert names_in(tmp_path) == [staging.root.name]
     staging.remove()
     assert names_in(tmp_path) == []

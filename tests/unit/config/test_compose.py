@@ -51,7 +51,7 @@ def test_sweep_overrides_expand_to_every_combination():
         ("seed=range(5,1)", "lists no values"),
         ("seed=range(0,3,0)", "cannot be listed as jobs (range() arg 3 must not be zero)"),
         ("lr=interval(0.1,0.2)", "cannot be listed as jobs"),
-        ("model_name=glob(*)", "cannot be listed as jobs"),
+        ("model_name=glob(*)", "glob() is not supported; list the presets"),
     ],
 )
 def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str, problem: str):
@@ -275,3 +275,55 @@ def test_an_override_key_too_long_for_hydras_file_lookup_is_refused_in_one_line(
     with pytest.raises(UserError, match="an override key of 294 bytes cannot be given on the command line"):
         parse_overrides([f"{key}=12"])
     assert parse_overrides([f"{key[:240]}=12"]).all == [f"{key[:240]}=12"]
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("+seed=5", "seed is in the config already, and + adds a field that is not; set it: seed=5"),
+        ("hydra.job.env_set.FOO=1", "there is no field hydra.job.env_set.FOO to set; +hydra.job.env_set.FOO=<value>"),
+        ("model.interface.input_columns.x=1", "'x' is no index of a list: a list's items are numbered from 0"),
+        ("seed.x=1", "the config sets seed to 1010, a value with no fields to override; set it whole: seed=<value>"),
+        (
+            "dataset_training/freeze@dataset.freeze=backbone",
+            "a preset placed with @ adds a field the config does not have, which takes a leading +: +dataset_training",
+        ),
+        (
+            "~global_training.optimizer",
+            "global_training.optimizer is not in the config file, so its default preset "
+            "applies; it cannot be left out; choose a preset with global_training/optimizer=<preset>",
+        ),
+        (
+            "~global_training.scheduler",
+            "global_training.scheduler is not in the config file, so its default preset "
+            "applies; write +global_training.scheduler=null for none",
+        ),
+    ],
+)
+def test_command_line_mistakes_are_named_by_their_override_with_a_fix_that_works(
+    tmp_path: Path, override: str, problem: str
+):
+    path = write_yaml(tmp_path / "train.yaml", tiny_train_config(seed=1010))
+    with pytest.raises(UserError) as caught:
+        compose_config(path, [override])
+    assert caught.value.where == override and caught.value.problem.startswith(problem), caught.value
+
+
+def test_the_suggested_fixes_compose(tmp_path: Path):
+    path = write_yaml(tmp_path / "train.yaml", tiny_train_config(seed=1010))
+    assert compose_config(path, ["seed=5", "+global_training.scheduler=null"])["seed"] == 5
+    assert compose_config(path, ["+dataset_training/freeze@dataset.freeze=backbone"])
+
+
+@pytest.mark.parametrize(
+    "override, problem",
+    [
+        ("=5", "an override names its field or preset group before '=': key=value"),
+        ("seed", "an override sets a value: seed=<value> (~seed removes a field)"),
+        ("seed==5", "holds '=='; an override is written seed=<value>"),
+    ],
+)
+def test_overrides_without_a_key_or_value_are_refused_as_such(override: str, problem: str):
+    with pytest.raises(UserError) as caught:
+        parse_overrides([override])
+    assert caught.value.where == override and caught.value.problem == problem

@@ -466,6 +466,14 @@ CASES = [
         "it holds notes.txt",
     ),
     (
+        "a split folder holding other files, before the input is read",
+        {"write_format": "pt", "merge_output": False},
+        {DATA: duplicate_position(), "data/events-split1/notes.txt": ""},
+        None,
+        "{root}/data/events-split1",
+        "it holds notes.txt",
+    ),
+    (
         "a file where a split folder goes",
         {"write_format": "pt", "merge_output": False},
         {DATA: good_table(), "data/events-split0": "mine"},
@@ -977,3 +985,15 @@ def test_a_type_conflict_between_parquet_files_gives_no_csv_hint(tmp_path, monke
     with pytest.raises(UserError) as error:
         run_preprocess(load_preprocess_config(config_path))
     assert error.value.problem.endswith(f"in {tmp_path}/data/parts/b.parquet")
+
+
+def test_a_type_conflict_with_a_file_without_rows_says_the_file_is_empty(tmp_path, monkeypatch):
+    empty = with_column(good_table(1, 5), "event", list(range(12))).slice(0, 0)
+    config_path = build_project(tmp_path, FOLDER, two_files(empty), None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        run_preprocess(load_preprocess_config(config_path))
+    empty = f"{tmp_path}/data/parts/b.parquet"
+    assert error.value.problem.endswith(
+        f"; {empty} holds no rows, yet its columns' types must agree: remove it or give it theirs"
+    )

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -32,6 +33,7 @@ from sequifier.preprocess.staging import STAGING_NAME, Staging
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIG = "configs/preprocess.yaml"
+METADATA_FOLDER = "configs/metadata_configs"
 
 
 def events(n_sequences: int, n_items: int = 12) -> pa.Table:
@@ -217,7 +219,7 @@ def test_a_run_killed_in_the_middle_of_the_swap_is_rolled_back_by_the_next_run(t
     before = outputs(tmp_path)
     _killed_run(tmp_path, KILLED_IN_THE_SWAP)
     assert outputs(tmp_path) != before  # two of four outputs were swapped in, two wait as backups
-    Staging(tmp_path / "data").remove()  # what every run does first
+    Staging(tmp_path / "data", tmp_path / METADATA_FOLDER).remove()  # what every run does first
     assert outputs(tmp_path) == before
     assert hidden(tmp_path) == []
 
@@ -234,10 +236,34 @@ def test_a_killed_run_s_project_copied_or_moved_is_repaired_where_it_is_and_nowh
         shutil.copytree(original, elsewhere, symlinks=True)
     else:
         original.rename(elsewhere)
-    Staging(elsewhere / "data").remove()
+    Staging(elsewhere / "data", elsewhere / METADATA_FOLDER).remove()
     assert outputs(elsewhere) == before and hidden(elsewhere) == []
     if relocation == "copied":
         assert outputs(original) == killed  # the other copy is left to its own next run
+
+
+@pytest.mark.parametrize("form", ["absolute", "climbing out"])
+def test_a_killed_run_s_record_naming_another_project_s_files_is_not_applied(form, tmp_path, capsys):
+    """A record copied in from elsewhere, or edited, would roll back or delete files that are not this run's."""
+    victim = tmp_path / "victim"
+    project(victim, merge_output=False)
+    kept = outputs(victim)
+    here = tmp_path / "here"
+    project(here, merge_output=False)
+    record_folder = (here / "data" / f".{STAGING_NAME}.{atomic_module._host()}.{dead_pid()}.abcd.tmp").resolve()
+    record_folder.mkdir()
+    target = (victim / "data" / "events-split0").resolve()
+    staged = victim / "data" / ".preprocess.gone.tmp" / "events-split0"
+    backup = target.with_name(f".events-split0.previous.{socket.gethostname()}.{dead_pid()}.ab12.tmp")
+    move = {"staged": str(staged), "target": str(target), "backup": str(backup)}
+    if form == "climbing out":
+        move = {key: os.path.relpath(value, record_folder) for key, value in move.items()}
+    record = {"host": socket.gethostname(), "pid": dead_pid(), "committed": False, "beside": [], "moves": [move]}
+    (record_folder / "run.json").write_text(json.dumps(record))
+    Staging(here / "data", here / METADATA_FOLDER).remove()
+    assert outputs(victim) == kept
+    assert not record_folder.exists()
+    assert "which is no output of this project; the record is not applied" in capsys.readouterr().err
 
 
 def test_a_run_killed_after_its_swap_is_finished_by_the_next_run(tmp_path):
@@ -251,7 +277,7 @@ def test_a_run_killed_after_its_swap_is_finished_by_the_next_run(tmp_path):
         """,
     )
     swapped = {k: v for k, v in outputs(tmp_path).items() if not any(p.startswith(".") for p in Path(k).parts)}
-    Staging(tmp_path / "data").remove()
+    Staging(tmp_path / "data", tmp_path / METADATA_FOLDER).remove()
     assert outputs(tmp_path) == swapped
     assert hidden(tmp_path) == []
 

@@ -1,0 +1,96 @@
+"""Hydra settings and overrides that Hydra itself would answer with a traceback or a silent surprise: refused in one
+line (exit 2) before anything runs; the --model-name flag's value taken as written."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+from conftest import tiny_train_config, write_yaml
+
+from sequifier import cli
+
+
+@pytest.fixture
+def project(reference_project, monkeypatch):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    monkeypatch.chdir(reference_project)
+    return reference_project
+
+
+def refused(argv: list[str], capsys) -> str:
+    assert cli.main(["train", *argv]) == 2
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in lines[0], lines
+    return lines[0]
+
+
+@pytest.mark.parametrize("spelling", ["~model.interface.input_columns.0", "~model.interface.input_columns[1]"])
+def test_removing_an_item_of_a_list_is_refused_with_the_way_to_do_it(spelling, project, capsys):
+    line = refused([spelling, "--cfg", "job"], capsys)
+    assert (
+        "~ removes a field, not an item of a list; set the whole list instead: model.interface.input_columns=[...]"
+        in line
+    )
+
+
+@pytest.mark.parametrize(
+    "override, multirun",
+    [
+        ("hydra.run.dir=${oc.env:SEQUIFIER_NO_SUCH_VARIABLE}", False),
+        ("hydra.run.dir=runs/${no.such.key}", False),
+        ("hydra.sweep.dir=${oc.env:SEQUIFIER_NO_SUCH_VARIABLE}", True),
+        ("hydra.sweep.subdir=${hydra.job.num}/${oc.env:SEQUIFIER_NO_SUCH_VARIABLE}", True),
+    ],
+)
+def test_a_record_folder_whose_interpolation_cannot_resolve_is_refused_before_any_job(
+    override, multirun, project, capsys
+):
+    line = refused([override, *(["-m", "seed=1,2"] if multirun else [])], capsys)
+    key, value = override.split("=", 1)
+    assert line.startswith(f"error: {key}: cannot resolve the interpolation in {value}: ")
+    assert not (project / "checkpoints").exists() and not (project / "multirun").exists()
+
+
+def test_a_record_folder_interpolation_that_resolves_is_taken(project, capsys, monkeypatch):
+    monkeypatch.setenv("SEQUIFIER_RUNS", "runs")
+    assert cli.main(["train", "hydra.run.dir=${oc.env:SEQUIFIER_RUNS}/one", "training_plan.epochs=1", "--quiet"]) == 0
+    assert (project / "runs" / "one" / "result.json").is_file()
+
+
+@pytest.mark.parametrize("setting", ["hydra.mode=MULTIRUN", "hydra.searchpath=[file:///tmp]"])
+def test_hydra_settings_that_would_change_how_sequifier_runs_are_refused(setting, project, capsys):
+    line = refused([setting, "--cfg", "job"], capsys)
+    assert line.startswith(f"error: {setting.split('=')[0]}: is not supported: ")
+
+
+@pytest.mark.parametrize("name", ["p,q", "mödel", "a'b", "range(1,3)", "1e3", "true"])
+def test_the_model_name_flag_is_taken_as_written(name, project, capsys):
+    assert cli.main(["train", "--model-name", name, "--cfg", "job"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["model_name"] == name
+
+
+def test_a_config_path_that_is_no_regular_file_says_so(project, capsys):
+    line = refused(["--config-path", "/dev/null"], capsys)
+    assert line == "error: /dev/null: is not a regular file, so not a config file"
+
+
+def test_a_record_folder_on_a_file_system_without_storage_is_not_called_full(project, capsys):
+    line = refused(["hydra.run.dir=/proc/sequifier-absent/x", "--quiet"], capsys)
+    assert line.endswith("/proc is on a file system that stores no files (as /proc and /sys are)")
+
+
+def test_cfg_job_of_a_sweep_shows_the_first_job_s_model_name(project, capsys):
+    assert cli.main(["train", "-m", "seed=1,2", "--cfg", "job"]) == 0
+    assert yaml.safe_load(capsys.readouterr().out)["model_name"] == "tiny-seed=1"
+
+
+@pytest.mark.parametrize("key", ["hydra.run.dir", "hydra.sweep.dir"])
+def test_an_empty_record_folder_is_refused(key, project, capsys):
+    line = refused([f"{key}=", *(["-m", "seed=1,2"] if "sweep" in key else [])], capsys)
+    assert line == f"error: {key}: is empty; give the folder for the run's record (it would be the working folder)"
+
+
+def test_the_version_is_told(capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.startswith("sequifier ")

@@ -1,0 +1,24 @@
+"""A damaged torch archive is named by the file and the part that fails its checksum, as the user knows them."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from sequifier.config.errors import UserError
+from sequifier.data.safe_load import load_weights_only
+
+
+def test_a_flipped_byte_names_the_part_without_the_name_the_archive_was_written_under(tmp_path):
+    written = tmp_path / ".model.pt.host.123.abcdef.tmp"
+    torch.save({"weight": torch.arange(4096, dtype=torch.float32)}, written)
+    path = tmp_path / "model.pt"
+    written.rename(path)
+    content = bytearray(path.read_bytes())
+    offset = content.index(torch.arange(4096, dtype=torch.float32).numpy().tobytes()[:64]) + 100
+    content[offset] ^= 0xFF
+    path.write_bytes(bytes(content))
+    with pytest.raises(UserError) as error:
+        load_weights_only(path, "model")
+    assert error.value.where == str(path)
+    assert "its part 'data/0' fails its checksum" in error.value.problem and ".tmp" not in error.value.problem
