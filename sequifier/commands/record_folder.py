@@ -19,25 +19,27 @@ FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of t
 FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
 
 
-def check_folder_interpolations(entry: TrainEntry, overrides: list[str]) -> None:
-    """A record folder setting whose interpolation cannot be resolved fails inside Hydra as a traceback, a sweep's
-    only after its jobs ran; resolved here first, as for a job numbered 0."""
+def resolved_folder_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, str]:
+    """The record folder settings the overrides give, their interpolations resolved as for a job numbered 0 (one
+    that cannot be resolved would fail inside Hydra as a traceback, a sweep's only after its jobs ran)."""
     from omegaconf import OmegaConf, open_dict
     from omegaconf.errors import OmegaConfBaseException
 
     chosen = {key: last_value(overrides, key) for key in FOLDER_KEYS}
-    interpolated = [key for key, value in chosen.items() if value is not None and "${" in value]
+    resolved = {key: value for key, value in chosen.items() if value is not None}
+    interpolated = [key for key, value in resolved.items() if "${" in value]
     if not interpolated:
-        return
+        return resolved
     composed = hydra_config(entry, overrides)
     with open_dict(composed):
         composed.hydra.job.num, composed.hydra.job.id = 0, "0"
     for key in interpolated:
         try:
-            OmegaConf.select(composed, key, throw_on_missing=True)
+            resolved[key] = str(OmegaConf.select(composed, key, throw_on_missing=True))
         except OmegaConfBaseException as error:
             problem = " ".join(str(error).split("\n")[0].split())
             raise UserError(key, f"cannot resolve the interpolation in {chosen[key]}: {problem}") from None
+    return resolved
 
 
 def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
@@ -49,9 +51,10 @@ def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
     return (f"hydra.run.dir={hydra_quoted(str(_new_folder(Path.cwd() / 'outputs', 'hydra.run.dir')))}",)
 
 
-def sweep_folder(overrides: list[str]) -> Path:
-    """The folder of a sweep: the user's hydra.sweep.dir, checked, or a new multirun/<date>/<time>."""
-    chosen = last_value(overrides, "hydra.sweep.dir")
+def sweep_folder(resolved: dict[str, str]) -> Path:
+    """The folder of a sweep: the user's hydra.sweep.dir (`resolved_folder_settings`), checked, or a new
+    multirun/<date>/<time>."""
+    chosen = resolved.get("hydra.sweep.dir")
     if chosen is not None:
         return _check_chosen(chosen, "hydra.sweep.dir")
     return _new_folder(Path.cwd() / "multirun", "hydra.sweep.dir")

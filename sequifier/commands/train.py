@@ -34,7 +34,7 @@ from sequifier.commands.launcher import (
     prepare_slurm_launcher,
     with_launcher_defaults,
 )
-from sequifier.commands.record_folder import check_folder_interpolations, run_folder_settings, sweep_folder
+from sequifier.commands.record_folder import resolved_folder_settings, run_folder_settings, sweep_folder
 from sequifier.commands.submitit_stop import requeued_after_stop
 from sequifier.commands.sweep import (
     HydraJob,
@@ -77,6 +77,7 @@ WRITTEN_BEFORE_IS_KEPT = (
 )
 
 
+WHOLE_HYDRA_SECTIONS = ("hydra", "hydra.job", "hydra.run", "hydra.sweep")  # whose fields are checked one by one
 UNSUPPORTED_HYDRA_SETTINGS = {
     "hydra.mode": "-m (--multirun) runs a sweep, and without it a single run; each has its own record folder",
     "hydra.searchpath": "the presets come from sequifier's own search path; a config file's fragments "
@@ -103,6 +104,10 @@ def run(args: argparse.Namespace) -> int:
             "is not supported: sequifier sweeps with Hydra's basic sweeper over the values listed on the command "
             "line; write them there with -m (e.g. -m seed=1,2)",
         )
+    whole = next((o for o in overrides.all if o.lstrip("+~").split("=", 1)[0] in WHOLE_HYDRA_SECTIONS), None)
+    if whole is not None:
+        key = whole.lstrip("+~").split("=", 1)[0]
+        raise UserError(whole, f"{key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)")
     for key, why in UNSUPPORTED_HYDRA_SETTINGS.items():
         chosen = next((o for o in overrides.all if o.lstrip("+~").split("=", 1)[0] == key), None)
         if chosen is not None:
@@ -127,7 +132,7 @@ def run(args: argparse.Namespace) -> int:
         _refuse_shared_job_folders(overrides.all)
     entry = read_entry(args.config_path)
     check_launcher_keys(entry, overrides.combinations)
-    check_folder_interpolations(entry, overrides.combinations[0])
+    folders = resolved_folder_settings(entry, overrides.combinations[0])
     overrides = with_launcher_defaults(overrides, entry)
     PREPARED.clear()
     configs = [
@@ -149,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rank_settings = hydra_settings_of_this_rank()
     if multirun:
-        sweep_dir, folder_settings = sweep_folder(overrides.all), ()
+        sweep_dir, folder_settings = sweep_folder(folders), ()
     else:
         sweep_dir = Path.cwd() / "multirun"  # unused by a single run
         folder_settings = () if rank_settings else run_folder_settings(overrides.all)
@@ -227,7 +232,7 @@ def command_overrides(args: argparse.Namespace) -> list[str]:
     overrides = list(args.overrides)
     overridden = {o.split("=", 1)[0].lstrip("+~") for o in overrides}
     flags = (
-        ("--model-name", "model_name", hydra_quoted(args.model_name) if args.model_name else None),  # as written
+        ("--model-name", "model_name", _literal(args.model_name) if args.model_name else None),
         ("--seed", "seed", args.seed),
         ("--skip-metadata", "skip_metadata", "true" if args.skip_metadata else None),
     )
@@ -238,6 +243,11 @@ def command_overrides(args: argparse.Namespace) -> list[str]:
             raise UserError(flag, f"sets {field}, which an override sets too; give one of them")
         overrides.append(f"{field}={value}")
     return overrides
+
+
+def _literal(value: str) -> str:
+    """A flag's value as an override value that Hydra and OmegaConf take as written (no sweep, no interpolation)."""
+    return hydra_quoted(value.replace("${", "\\${"))
 
 
 @timed("config")

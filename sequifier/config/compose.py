@@ -311,6 +311,21 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             f"to merge and add them, or replace the mapping with ~{key} +{key}={value}",
         )
     deleted = re.search(r"Could not delete from config\. '([^']+)' does not exist", message)
+    if deleted and deleted.group(1).rsplit(".", 1)[-1].isdigit():
+        key = deleted.group(1)
+        return _deletion_error(
+            key,
+            overrides,
+            f"~ removes a field, not an item of a list; set the whole list instead: {key.rsplit('.', 1)[0]}=[...]",
+        )
+    other_value = re.search(r"Could not delete from config\. The value of '([^']+)' is (.*) and not (.*?)\.?$", message)
+    if other_value:
+        key, value, given = other_value.groups()
+        chosen = [o for o in overrides if o.startswith("~") and o[1:].split("=", 1)[0] == key]
+        return UserError(
+            chosen[-1] if chosen else f"~{key}",
+            f"~{key}={given} removes {key} only where its value is {given}, and it is {value}; ~{key} removes it",
+        )
     if deleted:
         key = deleted.group(1)
         group = key.replace(".", "/")

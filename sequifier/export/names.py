@@ -17,11 +17,11 @@ def pt_name(model_name: str, kind: str, epoch: int) -> str:
     return f"{model_name}-{kind}-{epoch}.pt"
 
 
-def is_exported_name(name: str, stems: Iterable[str], model_name: str) -> bool:
-    """Whether `name` is the name of a model that a run of these ONNX stems and this model name exports."""
-    kind_and_epoch = r"-(best|last)-\d+"
-    onnx_stems = "|".join(re.escape(stem) for stem in stems)
-    return bool(
-        re.fullmatch(rf"({onnx_stems})(-embedding)?{kind_and_epoch}\.onnx", name)
-        or re.fullmatch(rf"{re.escape(model_name)}{kind_and_epoch}\.pt", name)
-    )
+def exported_names(onnx: Iterable[tuple[str, str]], pt_model: str | None) -> re.Pattern:
+    """The names, of any kind and epoch, of the ONNX models of these (stem, artifact) pairs and of `pt_model`'s
+    PT bundle (None: no bundle)."""
+    any_kind, any_epoch = "\x00", "\x01"
+    names = [onnx_name(stem, artifact, any_kind, any_epoch) for stem, artifact in onnx]
+    names += [pt_name(pt_model, any_kind, any_epoch)] if pt_model is not None else []
+    spelled = [re.escape(name).replace(any_kind, "(best|last)").replace(any_epoch, r"\d+") for name in names]
+    return re.compile("|".join(spelled) or "(?!)")

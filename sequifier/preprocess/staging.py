@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from sequifier.atomic import (
     temp_path_for,
     write_text_atomic,
 )
+from sequifier.data.csv_meanings import SUFFIX as MEANINGS_SUFFIX
 from sequifier.deferred_signals import signals_deferred
 from sequifier.preprocess.progress import log
 from sequifier.preprocess.signals import exit_if_stop_requested
@@ -35,6 +37,7 @@ from sequifier.preprocess.signals import exit_if_stop_requested
 STAGING_NAME = "preprocess"
 RECORD = "run.json"
 KEPT = "; the previous outputs are unchanged"
+SPLIT_OUTPUT = re.compile(rf".+-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?")
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ def recover_abandoned(output_folder: Path, metadata_folder: Path) -> None:
             moves = [Move(**{key: _joined(base, value) for key, value in move.items()}) for move in record["moves"]]
             owner, pid, committed = record["host"], int(record["pid"]), record["committed"]
             beside = [_joined(base, path) for path in record["beside"]]
-        except (OSError, ValueError, TypeError, KeyError):
+            real = record.get("real", {})
+        except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue  # not a record this version wrote; the folder goes with the other stale temps
         if owner != host or _process_exists(pid):
             continue
@@ -118,12 +122,28 @@ def recover_abandoned(output_folder: Path, metadata_folder: Path) -> None:
                 "project; the record is not applied, and is removed with the rest of that run's staging folder"
             )
             continue
+        moves = _own_moves(base, moves, real, output_folder)
         if committed:
             _finish(moves)
         else:
             _roll_back(moves)
         for staged in beside:  # never swapped in, or already moved away
             _remove_if_there(Path(staged))
+
+
+def _own_moves(base: Path, moves: list[Move], real: dict, output_folder: Path) -> list[Move]:
+    """The moves that are this project's: where the staging folder has not moved (the output folder is reached
+    through a link that another project shares too), a target beside it (the metadata) that the killed run reached
+    through another path is that project's own, left to its next run."""
+    if real.get("base") != os.path.realpath(base):
+        return moves  # the project was copied or moved with the record: its paths hold where it is now
+    own = []
+    for move, recorded in zip(moves, real.get("targets", [])):
+        if _inside(move.target, output_folder) or os.path.realpath(move.target) == recorded:
+            own.append(move)
+        else:
+            log(f"note: a killed run of another project that shares {output_folder} wrote {recorded}; left to it")
+    return own
 
 
 def _inside(path: str | Path, folder: Path) -> bool:
@@ -138,7 +158,8 @@ def _first_stray_path(
     backup."""
     for move in moves:
         target = Path(move.target)
-        if not (_inside(target, output_folder) or _is_metadata_file(target, metadata_folder)):
+        split_output = _directly_in(target, output_folder) and SPLIT_OUTPUT.fullmatch(target.name)
+        if not (split_output or _is_metadata_file(target, metadata_folder)):
             return move.target
         if not (_inside(move.staged, base) or is_temp_of(Path(move.staged), target)):
             return move.staged
@@ -146,13 +167,17 @@ def _first_stray_path(
             return move.backup
     for path in beside:
         staged_beside = Path(path).name.startswith(".") and path.endswith(".tmp")
-        if not (staged_beside and (_inside(path, output_folder) or _is_metadata_file(Path(path), metadata_folder))):
+        if not (staged_beside and (_inside(path, output_folder) or _directly_in(Path(path), metadata_folder))):
             return path
     return None
 
 
+def _directly_in(path: Path, folder: Path) -> bool:
+    return os.path.dirname(os.path.abspath(path)) == os.path.abspath(folder)
+
+
 def _is_metadata_file(path: Path, metadata_folder: Path) -> bool:
-    return os.path.dirname(os.path.abspath(path)) == os.path.abspath(metadata_folder)
+    return _directly_in(path, metadata_folder) and path.suffix == ".json"
 
 
 def _relative(path: str | Path | None, base: Path) -> str | None:
@@ -214,6 +239,10 @@ class Staging:
             "pid": os.getpid(),
             "beside": [_relative(path, self.root) for path in self.beside],
             "moves": [{key: _relative(value, self.root) for key, value in asdict(move).items()} for move in self.moves],
+            "real": {
+                "base": os.path.realpath(self.root),
+                "targets": [os.path.realpath(move.target) for move in self.moves],
+            },
             "committed": committed,
         }
         write_text_atomic(self.root / RECORD, json.dumps(record))

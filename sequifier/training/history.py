@@ -43,7 +43,7 @@ class History:
 
 def has_rows(folder: Path) -> bool:
     """Whether the metric files in `folder` hold a row."""
-    return any(_rows(Path(folder) / name) for name in SPLITS.values())
+    return any(_rows(Path(folder) / name, quiet=True) for name in SPLITS.values())
 
 
 def read_history(folder: Path) -> History:
@@ -79,7 +79,8 @@ def read_history(folder: Path) -> History:
     return history
 
 
-def _rows(path: Path) -> list[dict[str, str]]:
+def _rows(path: Path, quiet: bool = False) -> list[dict[str, str]]:
+    """The file's rows, without a last row that a crash or an edit cut (noted unless `quiet`)."""
     if not path.is_file():
         return []
     try:
@@ -92,7 +93,8 @@ def _rows(path: Path) -> list[dict[str, str]]:
     except (UnicodeDecodeError, csv.Error) as error:
         raise UserError(str(path), f"is not a readable metric file ({error})") from None
     if rows and not _ends_a_line(path):
-        print(f"note: {path} ends in a partial row (an edit or a crash cut it); it is left out", file=sys.stderr)
+        if not quiet:
+            print(f"note: {path} ends in a partial row (an edit or a crash cut it); it is left out", file=sys.stderr)
         rows.pop()
     return rows
 

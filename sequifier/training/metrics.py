@@ -61,9 +61,9 @@ class MetricsFile:
             with path.open("r+b") as existing:
                 existing.truncate(keep_bytes)
         elif keep_bytes is not None and (path.stat().st_size if path.exists() else 0) < keep_bytes:
-            held = f"holds {path.stat().st_size} bytes, fewer than" if path.exists() else "is missing; it held"
+            now = f"holds {path.stat().st_size} bytes" if path.exists() else "is missing"
             logger.warning(
-                f"{path} {held} the {keep_bytes} it held when the checkpoint was written: rows of the run are "
+                f"{path} {now}, and held {keep_bytes} bytes when the checkpoint was written: rows of the run are "
                 "missing from it (the resumed run's rows follow what is left)"
             )
         _drop_partial_row(path)

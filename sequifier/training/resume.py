@@ -18,7 +18,7 @@ from typing import Any
 
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
-from sequifier.export.names import is_exported_name
+from sequifier.export.names import exported_names
 from sequifier.training.checkpoint import LATEST, checkpoint_dir, read_checkpoint
 
 RESUMABLE_FIELDS = (
@@ -121,14 +121,18 @@ def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[
 
 
 def _models_this_run_would_replace(spec: RunSpec) -> list[Path]:
-    stems = [spec.dataset_view(dataset).model_name for dataset in spec.config.dataset_training]
+    config = spec.config
+    artifacts = [
+        a
+        for a, wanted in (("generative", config.export_generative_model), ("embedding", config.export_embedding_model))
+        if wanted
+    ]
+    stems = [spec.dataset_view(dataset).model_name for dataset in config.dataset_training]
+    onnx = [(stem, artifact) for stem in stems for artifact in artifacts] if config.export_onnx else []
+    names = exported_names(onnx, spec.model_name if config.export_pt and artifacts else None)
     if not spec.models_dir.is_dir():
         return []
-    return sorted(
-        path
-        for path in spec.models_dir.iterdir()
-        if path.is_file() and is_exported_name(path.name, stems, spec.model_name)
-    )
+    return sorted(path for path in spec.models_dir.iterdir() if path.is_file() and names.fullmatch(path.name))
 
 
 def fingerprint(spec: RunSpec) -> dict[str, Any]:

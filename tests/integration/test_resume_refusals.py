@@ -111,6 +111,8 @@ def test_a_fresh_run_of_another_config_sets_the_earlier_checkpoints_aside_and_on
 
     earlier = {path.name: path.read_bytes() for path in folder.glob("*.pt")}
     earlier_models = {path.name: path.read_bytes() for path in (trained / "models").iterdir()}
+    another_model = trained / "models" / "tiny-embedding-best-1.onnx"  # the model `tiny-embedding`, not tiny's
+    another_model.write_bytes(b"another model's")
     run_id = torch.load(folder / "latest.pt", weights_only=True)["run_id"]
     other = run_sequifier(["train", "global_training.learning_rate=0.001"], trained)
     assert other.returncode == 0, other.stderr
@@ -121,6 +123,7 @@ def test_a_fresh_run_of_another_config_sets_the_earlier_checkpoints_aside_and_on
     assert f"its exported models that this run's would replace are in {models_aside}" in other.stdout
     assert {path.name: path.read_bytes() for path in models_aside.iterdir()} == earlier_models
     assert set(earlier_models) <= {path.name for path in (trained / "models").iterdir()}  # this run's, same names
+    assert another_model.read_bytes() == b"another model's"  # this run exports no embedding model
     latest = torch.load(folder / "latest.pt", weights_only=True)
     assert latest["run_id"] != run_id and latest["fingerprint"]["config"]["global_training.learning_rate"] == 0.001
 

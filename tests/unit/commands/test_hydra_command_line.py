@@ -3,6 +3,8 @@ line (exit 2) before anything runs; the --model-name flag's value taken as writt
 
 from __future__ import annotations
 
+import time
+
 import pytest
 import yaml
 from conftest import tiny_train_config, write_yaml
@@ -63,7 +65,7 @@ def test_hydra_settings_that_would_change_how_sequifier_runs_are_refused(setting
     assert line.startswith(f"error: {setting.split('=')[0]}: is not supported: ")
 
 
-@pytest.mark.parametrize("name", ["p,q", "mödel", "a'b", "range(1,3)", "1e3", "true"])
+@pytest.mark.parametrize("name", ["p,q", "mödel", "a'b", "range(1,3)", "1e3", "true", "run-${seed}"])
 def test_the_model_name_flag_is_taken_as_written(name, project, capsys):
     assert cli.main(["train", "--model-name", name, "--cfg", "job"]) == 0
     assert yaml.safe_load(capsys.readouterr().out)["model_name"] == name
@@ -94,3 +96,24 @@ def test_the_version_is_told(capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.startswith("sequifier ")
+
+
+def test_a_sweep_into_an_interpolated_folder_reports_its_jobs_there(project, capsys, monkeypatch):
+    monkeypatch.setenv("SEQUIFIER_RUNS", str(project / "runs"))
+    sweep = ["-m", "seed=1,2", "training_plan.epochs=1", "--quiet", "hydra.sweep.subdir=${hydra.job.override_dirname}"]
+    assert cli.main(["train", "hydra.sweep.dir=${oc.env:SEQUIFIER_RUNS}/sweep-${now:%Y}", *sweep]) == 0
+    folder = project / "runs" / f"sweep-{time.strftime('%Y')}"
+    assert (folder / "seed=1" / "result.json").is_file() and (folder / "seed=2" / "result.json").is_file()
+    assert f"sweep summary ({folder})" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    "override", ["hydra.job={chdir: true}", "hydra.run={dir: x}", "+hydra={mode: MULTIRUN}", "hydra.sweep={dir: y}"]
+)
+def test_whole_sections_of_hydra_settings_are_refused_for_their_fields(override, project, capsys):
+    key = override.lstrip("+").split("=")[0]
+    line = refused([override, "--cfg", "job"], capsys)
+    assert (
+        line
+        == f"error: {override}: {key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)"
+    )

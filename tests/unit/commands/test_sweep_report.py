@@ -12,11 +12,10 @@ from sequifier.commands.sweep import SUMMARY_FILE, report_sweep
 def test_the_users_sweep_dir_wins_and_is_relative_to_the_working_folder(tmp_path: Path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(record_folder.time, "strftime", lambda form: "d" if "Y" in form else "t")
-    assert sweep_folder(["seed=1,2"]) == tmp_path / "multirun" / "d" / "t"
-    assert sweep_folder(["seed=1,2"]) == tmp_path / "multirun" / "d" / "t-2"  # a sweep of the same second
-    overrides = ["hydra.sweep.dir=first", "seed=1,2", "hydra.sweep.dir=runs/lr"]
-    assert sweep_folder(overrides) == tmp_path / "runs" / "lr"
-    assert sweep_folder([f"hydra.sweep.dir='{tmp_path / 'abs dir'}'"]) == tmp_path / "abs dir"
+    assert sweep_folder({}) == tmp_path / "multirun" / "d" / "t"
+    assert sweep_folder({}) == tmp_path / "multirun" / "d" / "t-2"  # a sweep of the same second
+    assert sweep_folder({"hydra.sweep.dir": "runs/lr"}) == tmp_path / "runs" / "lr"
+    assert sweep_folder({"hydra.sweep.dir": f"'{tmp_path / 'abs dir'}'"}) == tmp_path / "abs dir"
 
 
 def test_a_sweep_without_results_fails_and_says_where_it_looked(tmp_path: Path, capsys):

@@ -288,6 +288,8 @@ def test_an_override_key_too_long_for_hydras_file_lookup_is_refused_in_one_line(
             "dataset_training/freeze@dataset.freeze=backbone",
             "a preset placed with @ adds a field the config does not have, which takes a leading +: +dataset_training",
         ),
+        ("~model.interface.input_columns.5", "~ removes a field, not an item of a list; set the whole list instead"),
+        ("~seed=5", "~seed=5 removes seed only where its value is 5, and it is 1010; ~seed removes it"),
         (
             "~global_training.optimizer",
             "global_training.optimizer is not in the config file, so its default preset "

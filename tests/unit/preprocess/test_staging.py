@@ -242,28 +242,47 @@ def test_a_killed_run_s_project_copied_or_moved_is_repaired_where_it_is_and_nowh
         assert outputs(original) == killed  # the other copy is left to its own next run
 
 
-@pytest.mark.parametrize("form", ["absolute", "climbing out"])
-def test_a_killed_run_s_record_naming_another_project_s_files_is_not_applied(form, tmp_path, capsys):
+@pytest.mark.parametrize("form", ["absolute", "climbing out", "the input beside the splits"])
+def test_a_killed_run_s_record_naming_files_that_are_no_outputs_is_not_applied(form, tmp_path, capsys):
     """A record copied in from elsewhere, or edited, would roll back or delete files that are not this run's."""
     victim = tmp_path / "victim"
     project(victim, merge_output=False)
-    kept = outputs(victim)
     here = tmp_path / "here"
     project(here, merge_output=False)
+    kept = {**outputs(victim), **outputs(here)}
     record_folder = (here / "data" / f".{STAGING_NAME}.{atomic_module._host()}.{dead_pid()}.abcd.tmp").resolve()
     record_folder.mkdir()
     target = (victim / "data" / "events-split0").resolve()
-    staged = victim / "data" / ".preprocess.gone.tmp" / "events-split0"
-    backup = target.with_name(f".events-split0.previous.{socket.gethostname()}.{dead_pid()}.ab12.tmp")
+    if form == "the input beside the splits":
+        target = (here / "data" / "events.parquet").resolve()
+    staged = target.parent / ".preprocess.gone.tmp" / target.name
+    backup = target.with_name(f".{target.name}.previous.{socket.gethostname()}.{dead_pid()}.ab12.tmp")
     move = {"staged": str(staged), "target": str(target), "backup": str(backup)}
-    if form == "climbing out":
+    if form != "absolute":
         move = {key: os.path.relpath(value, record_folder) for key, value in move.items()}
     record = {"host": socket.gethostname(), "pid": dead_pid(), "committed": False, "beside": [], "moves": [move]}
     (record_folder / "run.json").write_text(json.dumps(record))
     Staging(here / "data", here / METADATA_FOLDER).remove()
-    assert outputs(victim) == kept
+    assert {**outputs(victim), **outputs(here)} == kept and (here / "data" / "events.parquet").is_file()
     assert not record_folder.exists()
     assert "which is no output of this project; the record is not applied" in capsys.readouterr().err
+
+
+def test_a_killed_run_of_another_project_sharing_the_data_folder_leaves_this_project_s_metadata_alone(tmp_path):
+    """data/ may be a link to another disk, which two projects can share: the metadata beside each is its own."""
+    original = tmp_path / "original"
+    project(original, merge_output=False)
+    before = outputs(original)
+    other = tmp_path / "other"
+    shutil.copytree(original / "configs", other / "configs")
+    (other / "data").symlink_to(original / "data")
+    mine = other / METADATA_FOLDER / "events.json"
+    mine.write_text('{"the other project": 1}')
+    _killed_run(original, KILLED_IN_THE_SWAP)
+    Staging(other / "data", other / METADATA_FOLDER).remove()
+    assert mine.read_text() == '{"the other project": 1}'
+    shared = {name: digest for name, digest in before.items() if name.startswith("data")}
+    assert {name: digest for name, digest in outputs(original).items() if name.startswith("data")} == shared
 
 
 def test_a_run_killed_after_its_swap_is_finished_by_the_next_run(tmp_path):
