@@ -63,16 +63,18 @@ def _installed_version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sequifier", description=DESCRIPTION)
+    parser = argparse.ArgumentParser(prog="sequifier", description=DESCRIPTION, allow_abbrev=False)
     parser.add_argument("--version", action="version", version=f"sequifier {_installed_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    make = commands.add_parser("make", help="create a project folder with starter configs")
+    make = commands.add_parser("make", allow_abbrev=False, help="create a project folder with starter configs")
     make.add_argument("name", type=_given, help="folder to create")
     make.add_argument("--demo", action="store_true", help="also write a synthetic data set with a known loss floor")
     _common_flags(make)
 
-    preprocess = commands.add_parser("preprocess", help="turn a CSV/Parquet table into stored training windows")
+    preprocess = commands.add_parser(
+        "preprocess", allow_abbrev=False, help="turn a CSV/Parquet table into stored training windows"
+    )
     _config_path(preprocess, "preprocess")
     preprocess.add_argument(
         "--data-path", action=_Once, type=_given, help="input file or folder, overriding preprocessing_data_path"
@@ -91,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser(
         "train",
+        allow_abbrev=False,
         help="train a model; trailing key=value overrides go to Hydra",
         usage="sequifier train [--config-path F] [flags] [path=value ...]",
         description="Train a model. Any config field can be overridden as path=value after the flags "
@@ -122,7 +125,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     train.add_argument("--cfg", action=_Once, choices=["job"], help="print the expanded canonical config and exit")
 
-    infer = commands.add_parser("infer", help="run an exported model over preprocessed data")
+    infer = commands.add_parser("infer", allow_abbrev=False, help="run an exported model over preprocessed data")
     _config_path(infer, "infer")
     infer.add_argument(
         "--data-path", action=_Once, type=_given, help="preprocessed split to infer on, overriding data_path"
@@ -143,6 +146,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     plot = commands.add_parser(
         "plot",
+        allow_abbrev=False,
         help="draw curves.png from a run's metric files",
         description="Draw FOLDER/curves.png (training and validation loss per target and epoch, persistence "
         "baseline dashed, phase boundaries marked) from the metric files in each logs/<model> FOLDER. "

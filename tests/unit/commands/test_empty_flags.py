@@ -94,3 +94,13 @@ def test_a_flag_given_twice_is_refused_rather_than_one_value_winning(argv, flag,
         cli.main(argv)
     assert stop.value.code == 2
     assert f"sequifier {argv[0]}: error: {flag} is given twice; give it once" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "argv", [["train", "--see", "5"], ["infer", "--model", "m.onnx"], ["preprocess", "--data", "x"]]
+)
+def test_an_abbreviated_flag_is_refused_not_taken_for_the_flag_it_begins(argv, capsys):
+    with pytest.raises(SystemExit) as stop:
+        cli.main(argv)
+    assert stop.value.code == 2
+    assert f"unrecognized arguments: {argv[1]}" in capsys.readouterr().err
