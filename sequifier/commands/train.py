@@ -104,14 +104,14 @@ def run(args: argparse.Namespace) -> int:
             "is not supported: sequifier sweeps with Hydra's basic sweeper over the values listed on the command "
             "line; write them there with -m (e.g. -m seed=1,2)",
         )
-    whole = next((o for o in overrides.all if o.lstrip("+~").split("=", 1)[0] in WHOLE_HYDRA_SECTIONS), None)
-    if whole is not None:
-        key = whole.lstrip("+~").split("=", 1)[0]
-        raise UserError(whole, f"{key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)")
-    for key, why in UNSUPPORTED_HYDRA_SETTINGS.items():
-        chosen = next((o for o in overrides.all if o.lstrip("+~").split("=", 1)[0] == key), None)
-        if chosen is not None:
-            raise UserError(key, f"is not supported: {why}")
+    for override in overrides.all:
+        key = override.lstrip("+~").split("=", 1)[0]
+        if key in WHOLE_HYDRA_SECTIONS:
+            raise UserError(
+                override, f"{key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)"
+            )
+        if key in UNSUPPORTED_HYDRA_SETTINGS:
+            raise UserError(key, f"is not supported: {UNSUPPORTED_HYDRA_SETTINGS[key]}")
     removed = next((o for o in overrides.all if _removes_the_launcher(o)), None)
     if removed is not None:
         raise UserError(

@@ -14,7 +14,6 @@ import pyarrow as pa
 
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.preprocess import PreprocessConfig
-from sequifier.data.csv_meanings import SUFFIX as MEANINGS_SUFFIX
 from sequifier.data.fingerprint import recorded_meanings
 from sequifier.data.folder_metadata import write_folder_metadata
 from sequifier.data.metadata import SPECIAL_TOKEN_IDS, DatasetMetadata, write_metadata
@@ -38,7 +37,7 @@ from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
 from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, input_files, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
-from sequifier.preprocess.staging import Staging
+from sequifier.preprocess.staging import SPLIT_OUTPUT_SUFFIX, Staging
 from sequifier.preprocess.statistics import squeeze_warning, statistics_of
 from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
@@ -303,7 +302,7 @@ def _preprocess(config: PreprocessConfig, staging: Staging, seed: int, reused: O
 
 def _note_earlier_splits(folder: Path, data_name: str, written: set[str]) -> None:
     """Name the splits of earlier runs (more splits, another write_format) that stay beside this run's."""
-    pattern = re.compile(rf"{re.escape(data_name)}-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?")
+    pattern = re.compile(re.escape(data_name) + SPLIT_OUTPUT_SUFFIX)
     earlier = sorted(
         entry.name for entry in folder.iterdir() if pattern.fullmatch(entry.name) and entry.name not in written
     )

@@ -37,7 +37,9 @@ from sequifier.preprocess.signals import exit_if_stop_requested
 STAGING_NAME = "preprocess"
 RECORD = "run.json"
 KEPT = "; the previous outputs are unchanged"
-SPLIT_OUTPUT = re.compile(rf".+-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?")
+# What follows the data name in the name of a split output (a file, a shard folder, a csv split's meanings).
+SPLIT_OUTPUT_SUFFIX = rf"-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?"
+SPLIT_OUTPUT = re.compile(".+" + SPLIT_OUTPUT_SUFFIX)
 
 
 @dataclass(frozen=True)
