@@ -203,6 +203,7 @@ def test_a_time_limit_signal_requeues_the_job_which_resumes_exactly(cluster, tmp
 
     wait_for(held_after_requeue, "the job was not requeued", job)
     wait_for(first_attempt_gone, "the job's first attempt did not end", job)
+    time.sleep(2)  # slurmd refuses a launch credential made in the same second as its last attempt's kill
     slurm(["scontrol", "update", f"JobId={job_id}", "StartTime=now"], cluster)  # Slurm holds a requeue ~2 minutes
     returncode, stdout, stderr = finished(job)
     logs = job_logs(sweep)
