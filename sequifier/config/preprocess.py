@@ -137,6 +137,7 @@ def load_preprocess_config(
     for alias, key in KEY_ALIASES.items():
         if alias in data and key in data:
             problems.add(alias, f"is another spelling of {key}; set only one of them")
+            del data[alias]
         elif alias in data:
             data[key] = data.pop(alias)
     if data_path is not None:

@@ -7,6 +7,7 @@ import math
 import re
 import types
 import typing
+from pathlib import PurePath
 from typing import Any, Mapping, Union
 
 from sequifier.config.errors import UserError, did_you_mean
@@ -197,12 +198,20 @@ def _allowed(metadata: Mapping) -> str:
 
 
 def _describe(hint: Any) -> str:
-    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+    """The YAML words for a field's type: paths are strings, tuples lists, dicts mappings."""
+    names = {bool: "true or false", int: "an integer", float: "a number", str: "a string", PurePath: "a string"}
+    if isinstance(hint, type) and issubclass(hint, PurePath):
+        hint = PurePath
     if hint in names:
         return names[hint]
+    origin = typing.get_origin(hint) or hint
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    if args and typing.get_origin(hint) in (Union, types.UnionType):
-        return " or ".join(_describe(a) for a in args)
+    if args and origin in (Union, types.UnionType):
+        return " or ".join(dict.fromkeys(_describe(a) for a in args))
+    if origin in (tuple, list):
+        return "a list"
+    if origin is dict:
+        return "a mapping"
     return getattr(hint, "__name__", str(hint))
 
 

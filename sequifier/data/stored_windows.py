@@ -135,7 +135,7 @@ def materialized(values: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
     if np.issubdtype(dtype, np.integer) and np.issubdtype(values.dtype, np.floating) and values.size:
         fractional = values != np.round(values)
         if fractional.any():
-            raise UserError(where, f"holds the id {values[fractional][0]!r}; category ids are whole numbers")
+            raise UserError(where, f"holds the id {values[fractional][0].item()}; category ids are whole numbers")
     if np.issubdtype(dtype, np.integer) and values.size:
         limits = np.iinfo(dtype)
         smallest, largest = values.min(), values.max()

@@ -265,6 +265,7 @@ def test_category_ids_that_are_not_whole_numbers_are_refused(tmp_path, stored_id
     with pytest.raises(UserError, match="category ids are whole numbers") as error:
         _load(_written(tmp_path, edited))
     assert "column 'event'" in error.value.where
+    assert f"holds the id {stored_id};" in str(error.value)  # the plain number, not numpy's repr
 
 
 def test_a_header_only_csv_split_holds_no_windows(tmp_path):

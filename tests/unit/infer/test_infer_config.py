@@ -66,6 +66,8 @@ def test_several_models_and_command_line_seeds(tmp_path: Path):
         ({"device": "tpu"}, "device", "'tpu' is not a device; use cpu, cuda, cuda:N or mps"),
         ({"device": "cuda:x"}, "device", "'cuda:x' is not a device"),
         ({"model_path": None}, "model_path", "required"),
+        ({"model_path": 5}, "model_path", "expected a string or a list, got 5"),  # in YAML's words
+        ({"model_path": {"a": 1}}, "model_path", "expected a string or a list, got a mapping"),
         ({"model_type": "generator"}, "model_type", "not allowed"),
         ({"read_format": "feather"}, "read_format", "not allowed"),
         ({"contex_length": 4}, "contex_length", "context_length"),

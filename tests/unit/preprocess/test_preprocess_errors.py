@@ -865,6 +865,23 @@ def test_at_least_fifteen_bad_inputs_are_covered():
     assert len(CASES) >= 15
 
 
+def test_both_spellings_of_the_data_path_are_one_problem_not_an_unknown_field_too(tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, {"data_path": DATA}, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        load_preprocess_config(config_path)
+    assert str(error.value).count("data_path") == 2 and "unknown field" not in str(error.value)
+    assert "data_path: is another spelling of preprocessing_data_path" in str(error.value)
+
+
+@pytest.mark.parametrize("field", ["project_root", "preprocessing_data_path"])
+def test_a_path_of_a_wrong_type_is_described_in_yamls_words(field, tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, {field: [DATA]}, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=f"^{field}: expected a string, got a list$"):
+        load_preprocess_config(config_path)
+
+
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     config_path = build_project(tmp_path, {}, ONLY_DATA, None)
     monkeypatch.chdir(tmp_path)
