@@ -93,7 +93,10 @@ def _only_name(mapping: Any) -> str | None:
 def _infer_interface(dataset: dict[str, Any], config: dict[str, Any], path: str) -> None:
     if "model_interface" in dataset:
         return
-    interfaces = (config.get("model") or {}).get("interfaces")
+    model = config.get("model")
+    interfaces = model.get("interfaces") if isinstance(model, dict) else None
+    if not isinstance(interfaces, dict) or not all(isinstance(i, dict) for i in interfaces.values()):
+        return  # validation names what is missing or malformed in the model section
     name = _only_name(interfaces)
     if name is None:
         raise UserError(f"{path}.model_interface", "required when the model has several interfaces (or none)")

@@ -41,7 +41,7 @@ from sequifier.training.losses import dataset_losses
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
 from sequifier.training.passes import batch_passes, rows_per_pass
-from sequifier.training.plan import PlannedBatch, phase_epoch, phase_optimizer_steps, stream_seed
+from sequifier.training.plan import PlannedBatch, phase_epoch, phase_optimizer_steps, stream_seed, window_ends
 from sequifier.training.priors import fit_priors
 from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
 from sequifier.training.profile_report import report_profile
@@ -49,6 +49,7 @@ from sequifier.training.progress import RunProgress
 from sequifier.training.reporting import MetricLengths, RunRecords
 from sequifier.training.result import TrainResult
 from sequifier.training.resume import checkpoint_to_resume, fingerprint, set_aside_checkpoints_of_another_config
+from sequifier.training.run_log import hold_start_up_records
 from sequifier.training.run_state import new_run_id, restore, save_snapshot
 from sequifier.training.runtime import TrainingRuntime
 from sequifier.training.snapshots import PERSISTENT, SnapshotSchedule
@@ -65,6 +66,8 @@ class Trainer:
     def __init__(self, spec: RunSpec, clock: Callable[[], float] = time.monotonic, ranks: Ranks = SINGLE):
         self.spec = spec
         self.ranks = ranks
+        if ranks.is_main:
+            hold_start_up_records()
         config = spec.config
         self.training = config.global_training
         self.device = rank_device(config.device, ranks)
@@ -216,19 +219,17 @@ class Trainer:
         self.network.train()
         label = f"epoch {p.global_epoch} ({phase.name})"
         display = EpochProgress(label, len(schedule), p, self.losses, self.ranks.world_size, self.ranks.is_main)
+        planned_updates = set(window_ends(schedule, self.training.accumulation_steps))
         for number in range(p.batches_done, len(schedule)):
             planned = schedule[number]
             key = (planned.dataset, planned.part)
-            if self.pending and self.pending[-1] != planned.dataset:
-                self._flush()
             p.epoch_samples += self._microbatch(self.parts[key], next(batches), p.epoch_totals[key])
             self.pending.append(planned.dataset)
-            if len(self.pending) == self.training.accumulation_steps:
-                self._flush()
+            if number in planned_updates:
+                self._flush(planned=True)
             p.batches_done, p.global_batch = number + 1, p.global_batch + 1
             self._after_batch(phase.name, ends_epoch=number + 1 == len(schedule))
             display.after_batch()
-        self._flush()
         self.optimization.end_epoch()
         logger.info("epoch %d: %.0f samples/s", p.global_epoch, display.close(self.throughput))
         totals = {key: summed_totals(part_totals, self.ranks) for key, part_totals in p.epoch_totals.items()}
@@ -239,7 +240,7 @@ class Trainer:
         epoch's last batch leaves validating to the epoch's end, which follows with the same weights."""
         kind = agreed_snapshot(self.snapshots.after_batch(self.progress.global_batch), self.ranks)
         if kind is not None:
-            self._flush()
+            self._flush(planned=False)
             validates = self.training.save_interval_val_loss and self.spec.config.evaluation and not ends_epoch
             if kind == PERSISTENT and validates:
                 self._validate(phase, self.progress.global_epoch)
@@ -307,11 +308,13 @@ class Trainer:
             sums = losses.sums(outputs, targets, batch.target_valid.to(self.device))
         return losses.aggregate(rank_means(sums, counts, self.ranks)), sums, inputs
 
-    def _flush(self) -> None:
+    def _flush(self, planned: bool) -> None:
         """Close the accumulation window.
 
         Drop the dataset's frozen gradients (before unscaling and overflow detection), average over the
-        actual microbatch count, step.
+        actual microbatch count, step. A snapshot inside a planned window (`planned` false) updates at the
+        window's learning rate without advancing a batch-stepped scheduler: the rest of the window makes the
+        planned update, so the schedule has the plan's length whatever the snapshots.
         """
         if not self.pending:
             return
@@ -322,7 +325,7 @@ class Trainer:
                 parameter.grad = None
             elif parameter.grad is not None and count > 1:
                 parameter.grad.div_(count)
-        PROFILE.step(OPTIMIZER, self.device, self.optimization.step)
+        PROFILE.step(OPTIMIZER, self.device, self.optimization.step, planned)
         self.progress.global_step += 1
 
     def _common(self, phase: str) -> dict:
@@ -348,6 +351,7 @@ class Trainer:
             final_validation=dict(monitored.losses) if monitored else {},
             final_baseline=dict(monitored.baseline) if monitored else {},
             exported=[str(p) for p in exported],
+            evaluated=bool(self.spec.config.evaluation),
         )
 
 

@@ -34,18 +34,6 @@ CLASS_SHARE_FIELDS = (
 logger = logging.getLogger("sequifier")
 
 
-def attach_log_file(logs_dir: Path, model_name: str) -> logging.Handler:
-    """Send the sequifier logger to logs/<model>/<model>.log as well (and to the console)."""
-    logs_dir.mkdir(parents=True, exist_ok=True)
-    handler = logging.FileHandler(logs_dir / f"{model_name}.log", mode="a")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
-    logger.addHandler(handler)
-    logger.setLevel(logging.INFO)
-    if not logging.getLogger().handlers:
-        logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
-    return handler
-
-
 class MetricsFile:
     """Appends metric rows (`fields`; long format, one value per row, by default) to a CSV file, flushing each row.
 

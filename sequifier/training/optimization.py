@@ -136,8 +136,8 @@ def _stepped_stand_in(learning_rate: float, calls: dict[str, dict | None], durat
 
 def check_scheduled_learning_rates(training, durations: list[int], per_batch: bool) -> None:
     """The learning rates the scheduler gives over each duration (those the updates use, up to LR_STEPS_CHECKED
-    of them): a negative one is refused (the updates would climb the loss), one that stays at 0 from before the end
-    on is warned about (the updates from then on change nothing)."""
+    of them): a negative one is refused (the updates would climb the loss), one that stays at 0 to the end (or over
+    the steps checked) is warned about (the updates from then on change nothing)."""
     if not training.scheduler:
         return
     calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": training.scheduler}
@@ -162,7 +162,7 @@ def check_scheduled_learning_rates(training, durations: list[int], per_batch: bo
                         f"of {duration}, and updates would then climb the loss; change its arguments",
                     )
                 zero_since = (zero_since or step) if rate == 0 else None
-        if zero_since is not None and zero_since < last:
+        if zero_since is not None and (zero_since < last or last == duration):
             logger.warning(
                 "global_training.scheduler: %s keeps the learning rate at 0 from %s %d of %d on; the updates from "
                 "then on change nothing",
@@ -240,11 +240,11 @@ class OptimizationLifecycle:
         """The loss to backpropagate: scaled when float16 is in use."""
         return self.scaler.scaled(loss)
 
-    def step(self) -> None:
+    def step(self, advances_schedule: bool = True) -> None:
         """One update from the accumulated, averaged gradients (frozen ones already removed).
 
         They are unscaled and checked for overflow (an overflow skips the update), then clipped
-        to global_training.gradient_clip.
+        to global_training.gradient_clip. A batch-stepped scheduler steps after it when `advances_schedule`.
         """
         self.restored_without_step = False
         if self.scaler.unscale(p.grad for p in self.parameters if p.grad is not None):
@@ -252,7 +252,7 @@ class OptimizationLifecycle:
                 torch.nn.utils.clip_grad_norm_(self.parameters, self.training.gradient_clip)
             self.optimizer.step()
         self.optimizer.zero_grad(set_to_none=True)
-        if self.scheduler is not None and self.per_batch:
+        if self.scheduler is not None and self.per_batch and advances_schedule:
             self.scheduler.step()
 
     def end_epoch(self) -> None:

@@ -73,16 +73,22 @@ def phase_epoch(
         positions[chosen] += take
 
 
+def window_ends(schedule: list[PlannedBatch], accumulation_steps: int) -> list[int]:
+    """Indices of the batches whose update the plan makes after them: a full accumulation window, the last batch
+    before another dataset's, and the epoch's last batch."""
+    ends, window = [], 0
+    for index, planned in enumerate(schedule):
+        window += 1
+        last = index + 1 == len(schedule)
+        if window == accumulation_steps or last or schedule[index + 1].dataset != planned.dataset:
+            ends.append(index)
+            window = 0
+    return ends
+
+
 def optimizer_steps(schedule: list[PlannedBatch], accumulation_steps: int) -> int:
-    """Updates one epoch makes: full accumulation windows, plus a flush at every dataset change and at the end."""
-    steps, window, dataset = 0, 0, None
-    for planned in schedule:
-        if window and planned.dataset != dataset:
-            steps, window = steps + 1, 0
-        dataset, window = planned.dataset, window + 1
-        if window == accumulation_steps:
-            steps, window = steps + 1, 0
-    return steps + (1 if window else 0)
+    """Updates one epoch's plan makes (snapshots inside a window add updates the plan does not count)."""
+    return len(window_ends(schedule, accumulation_steps))
 
 
 def phase_optimizer_steps(

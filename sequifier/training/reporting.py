@@ -11,7 +11,8 @@ from sequifier.atomic import write_bytes_atomic
 from sequifier.config.resolve import RunSpec
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.losses import TargetLosses
-from sequifier.training.metrics import CLASS_SHARE_FIELDS, FILES, MetricsFile, attach_log_file
+from sequifier.training.metrics import CLASS_SHARE_FIELDS, FILES, MetricsFile
+from sequifier.training.run_log import attach_log_file
 from sequifier.training.tensorboard import mirrored
 
 logger = logging.getLogger("sequifier")
@@ -35,7 +36,7 @@ class RunRecords:
 
     def __init__(self, spec: RunSpec, run_id: str, resumed: MetricLengths | None = None, enabled: bool = True):
         """`enabled` false (ranks other than 0): losses are still computed, nothing is written."""
-        self.handler = attach_log_file(spec.logs_dir, spec.model_name) if enabled else None
+        self.handler = attach_log_file(spec.logs_dir, spec.model_name, spec.config) if enabled else None
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
         self.class_share_files: dict[str, MetricsFile] = {}
         self.project_root = spec.project_root

@@ -16,3 +16,4 @@ class TrainResult:
     exported: list[str]
     samples_per_second: float = math.nan
     log_folders: tuple[str, ...] = ()
+    evaluated: bool = False  # the config has an evaluation section

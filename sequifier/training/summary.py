@@ -45,7 +45,7 @@ def run_summary(result: TrainResult, wall_seconds: float) -> str:
     lines = [f"\nrun summary: {result.model_name}"]
     for row in [HEADER, *rows]:
         lines.append("  " + "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
-    if not rows and result.best_epoch:
+    if not rows and result.evaluated:
         folders = ", ".join(result.log_folders)
         lines.append(
             f"  (the metric files in {folders} hold no validation rows: removed or emptied since the run wrote them)"

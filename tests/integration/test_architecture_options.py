@@ -80,6 +80,7 @@ def test_option_trains_and_exports_matching_onnx(reference_project: Path, tmp_pa
     if option == FROM_THE_CLI:
         result = run_sequifier(["train", *overrides], reference_project)
         assert result.returncode == 0, result.stderr
+        assert "(no validation: add an `evaluation` section" in result.stdout  # not "removed or emptied"
     else:
         Trainer(spec).run()
     assert (reference_project / "models" / "tiny-last-1.onnx").is_file()

@@ -94,3 +94,21 @@ def test_a_sweep_into_a_chosen_folder_reports_its_jobs_there_with_a_comparison_p
     }
     assert (sweep / "sweep.png").read_bytes().startswith(PNG_MAGIC)
     assert not (reference_project / "multirun").exists()
+
+
+def test_the_runs_text_log_holds_the_config_and_start_up_warnings(reference_project: Path):
+    config = tiny_train_config(training_plan={"epochs": 3})
+    config["global_training"].update(
+        scheduler={"name": "ExponentialLR", "gamma": 0.0}, resume={"policy": "never", "checkpoint_path": "x.pt"}
+    )
+    config["evaluation"] = {"sources": [{"source": "default"}], "monitor": {"source": "default", "mode": "max"}}
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], reference_project)
+    assert result.returncode == 0, result.stderr
+    log = (reference_project / "logs" / "tiny" / "tiny.log").read_text()
+    config_warning = "global_training.resume.checkpoint_path: is not read"
+    start_up_warnings = ["ExponentialLR keeps the learning rate at 0", "evaluation.monitor.mode is max"]
+    for warning in [config_warning, *start_up_warnings]:
+        assert warning in log and warning in result.stderr + result.stdout
+    assert log.index(config_warning) < log.index("epoch 1")
+    assert result.stderr.count(config_warning) == 1  # the file gets it, the console only once

@@ -514,6 +514,15 @@ VALIDATION_ROWS = [
         "required when the model has several interfaces",
         base="canonical",
     ),
+    # a model section that is missing or misspelt is named itself, not through the interface it would have given
+    row("misspelt-model-section", {"model": DROP, "models": {"backbone": {}}}, "models", "did you mean 'model'?"),
+    row("missing-model-interface", {"model.interface": DROP}, "model.interfaces", "required field is missing"),
+    row(
+        "interfaces-holding-one-interfaces-fields",
+        {"model.interfaces": {"input_columns": ["event"], "target_columns": ["event"]}, "model.interface": DROP},
+        "model.interfaces.input_columns",
+        "expected a mapping of fields, got a list",
+    ),
     # --- references to interfaces, datasets and parts -------------------------------------------------------------
     row(
         "reference-unknown-interface",

@@ -42,11 +42,11 @@ def test_optimizer_updates_average_the_right_microbatches(reference_project: Pat
     recorded = []
     original_step = trainer.optimization.step
 
-    def recording_step():
+    def recording_step(*args):
         state = {k: v.clone() for k, v in trainer.network.state_dict().items()}
         grads = {n: p.grad.clone() for n, p in trainer.network.named_parameters() if p.grad is not None}
         recorded.append((state, grads))
-        original_step()
+        original_step(*args)
 
     trainer.optimization.step = recording_step
     trainer.run()
@@ -77,3 +77,28 @@ def test_optimizer_updates_average_the_right_microbatches(reference_project: Pat
         for name, parameter in reference.named_parameters():
             if name in grads:
                 assert torch.allclose(parameter.grad, grads[name], atol=1e-6), name
+
+
+def test_snapshots_inside_windows_add_updates_but_the_batch_stepped_schedule_keeps_the_plans_length(
+    reference_project: Path, tmp_path: Path
+):
+    config = tiny_train_config(evaluation=False)
+    config["global_training"].update(
+        accumulation_steps=2,
+        save_interval_batches=3,
+        scheduler_step_on="batch",
+        scheduler={"name": "OneCycleLR", "max_lr": 0.01, "pct_start": 0.2, "cycle_momentum": False},
+    )
+    config["training_plan"] = {"epochs": 2}
+    spec = resolve(canonical_config(config), run_dir=tmp_path, cwd=reference_project)
+    trainer = Trainer(spec)
+    batches = len(trainer._schedule(0, 1))
+    planned = trainer.optimization.durations[0]
+    assert planned == 2 * ((batches + 1) // 2)
+    trainer.run()  # stepping OneCycleLR past its total_steps would raise
+    within_epoch = [(b - 1) % batches for b in range(3, 2 * batches + 1, 3)]  # the snapshots' batch indices
+    inside_windows = sum(1 for i in within_epoch if i % 2 == 0 and i != batches - 1)
+    assert inside_windows > 0
+    assert trainer.progress.global_step == planned + inside_windows
+    scheduler = trainer.optimization.scheduler
+    assert scheduler.last_epoch == scheduler.total_steps == planned

@@ -173,7 +173,7 @@ def test_a_refused_epoch_stepped_length_in_reset_mode_is_not_told_to_set_it():
         ({"name": "CosineAnnealingLR", "eta_min": -0.5}, "batch", "makes the learning rate negative"),
         ({"name": "StepLR", "step_size": 1, "gamma": 0.5}, "epoch", None),
         ({"name": "CosineAnnealingLR"}, "batch", None),
-        ({"name": "CosineAnnealingLR", "T_max": 1}, "epoch", None),
+        ({"name": "CosineAnnealingLR", "T_max": 2}, "epoch", None),  # 0 at epoch 3 of 4 only
     ],
     ids=[
         "step-negative-gamma",
@@ -200,14 +200,21 @@ def test_a_schedule_that_turns_the_learning_rate_negative_is_refused_before_trai
     assert error.value.where == "global_training.scheduler"
 
 
-def test_a_schedule_that_reaches_zero_before_its_end_is_warned_about(caplog):
+@pytest.mark.parametrize(
+    "reset, phase_epochs, warned",
+    [(True, [3], "epoch 2 of 3"), (True, [1, 2], "epoch 2 of 2"), (False, [2], "epoch 2 of 2")],
+    ids=["before-the-end", "last-epoch-of-a-phase", "last-epoch-of-the-run"],
+)
+def test_a_schedule_that_stays_at_zero_to_its_end_is_warned_about(reset, phase_epochs, warned, caplog):
     training = GlobalTrainingConfig(
         context_length=4,
         learning_rate=0.1,
         optimizer={"name": "AdamW"},
         scheduler={"name": "ExponentialLR", "gamma": 0.0},
         scheduler_step_on="epoch",
+        reset_optimization_on_phase=reset,
     )
+    parameters = [torch.nn.Parameter(torch.ones(3))]
     with caplog.at_level("WARNING", logger="sequifier"):
-        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[3], phase_steps=[9])
-    assert "ExponentialLR keeps the learning rate at 0 from epoch 2 of 3 on" in caplog.text
+        OptimizationLifecycle(parameters, training, phase_epochs=phase_epochs, phase_steps=[3] * len(phase_epochs))
+    assert f"ExponentialLR keeps the learning rate at 0 from {warned} on" in caplog.text
