@@ -1,8 +1,9 @@
 """Whether a network can be trained in this machine's memory, counted on the meta device before anything is allocated.
 
-A width or layer count typed with a few zeros too many would otherwise fail deep in torch's allocator, or build
-layer after layer for hours. Training holds per parameter its float32 weight, gradient and two AdamW moments.
-Networks whose rough size is far below the machine's memory are not counted (the meta device's first use is slow).
+A width or layer count typed with a few zeros too many, or a static id map with ids in the billions (each id up to
+the largest is a class), would otherwise fail deep in torch's allocator, or build layer after layer for hours.
+Training holds per parameter its float32 weight, gradient and two AdamW moments. Networks whose rough size is far
+below the machine's memory are not counted (the meta device's first use is slow).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sequifier.machine_memory import GIB, physical_memory
 TRAINED_BYTES_PER_PARAMETER = 16
 LAYERS_BUILT_WHOLE = 64
 BEYOND_ADDRESSABLE = 2**63
+LARGE_VOCABULARY = 100_000  # classes of a column worth naming when the network does not fit
 
 
 def training_bytes(spec: NetworkSpec) -> int:
@@ -39,7 +41,9 @@ def _rough_bytes(spec: NetworkSpec) -> int:
     width, hidden = architecture.dim_model, architecture.feed_forward.dim
     per_layer = 4 * width * width + 3 * width * hidden + 4 * width
     positions = 2 * spec.max_context_length * width
-    return 2 * (architecture.num_layers * per_layer + positions) * TRAINED_BYTES_PER_PARAMETER
+    classes = sum(c.n_classes for i in spec.interfaces.values() for c in i.columns.values())
+    vocabularies = 2 * classes * max(width, 1)  # each class's embedding row and decoder weights, at least
+    return 2 * (architecture.num_layers * per_layer + positions + vocabularies) * TRAINED_BYTES_PER_PARAMETER
 
 
 def _with_layers(spec: NetworkSpec, layers: int) -> NetworkSpec:
@@ -70,10 +74,17 @@ def check_network_fits(spec: NetworkSpec) -> None:
     needed = training_bytes(spec)
     if needed > memory:
         architecture = spec.backbone.architecture
+        columns = [c for i in spec.interfaces.values() for c in i.columns.values()]
+        largest = max(columns, key=lambda c: c.n_classes, default=None)
+        vocabulary = (
+            f", and column {largest.name!r}'s {largest.n_classes:,} classes (its largest id + 1)"
+            if largest is not None and largest.n_classes > LARGE_VOCABULARY
+            else ""
+        )
         raise UserError(
             "model.backbone.architecture",
             f"training this network needs about {needed / GIB:,.1f} GiB (float32 weights, gradients and optimizer "
             f"state of dim_model {architecture.dim_model}, num_layers {architecture.num_layers}, feed_forward.dim "
-            f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}), more than this "
-            f"machine's {memory / GIB:,.1f} GiB of memory; make it smaller",
+            f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}{vocabulary}), more "
+            f"than this machine's {memory / GIB:,.1f} GiB of memory; make it smaller",
         )

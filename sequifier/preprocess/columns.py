@@ -221,9 +221,13 @@ def plan_columns(
             )
     source = source.restricted(read_columns(selected, config.split_column, layout))
     if layout is not None and not pa.types.is_integer(source.schema.field(layout.position_column).type):
+        files = (
+            source.files[0] if len(source.files) == 1 else f"the {len(source.files)} files of {source.files[0].parent}"
+        )
         raise UserError(
             layout.position_column,
-            f"the depth position column must hold integers, found {source.schema.field(layout.position_column).type}",
+            f"the depth position column must hold integers, found "
+            f"{source.schema.field(layout.position_column).type} in {files}",
         )
     types = resolve_column_types(source, selected, config)
     if reused is not None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
 import pyarrow as pa
 
 from sequifier.config.errors import UserError, os_problem
@@ -38,7 +39,7 @@ from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, input_files, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
 from sequifier.preprocess.staging import SPLIT_OUTPUT_SUFFIX, Staging
-from sequifier.preprocess.statistics import squeeze_warning, statistics_of
+from sequifier.preprocess.statistics import constant_fit_warning, squeeze_warning, statistics_of
 from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
 
@@ -106,12 +107,15 @@ def _fit(
     """
     progress = Progress("preprocess fit", sum(g.rows for g in groups))
     nodes: dict[str, list[TreeNodes]] = {name: [] for name in shared.columns.real}
+    spans = {name: (np.inf, -np.inf) for name in shared.columns.real}
     distinct = {name: DistinctValues(scanned.values[name].type) for name in shared.columns.categorical}
     gaps = PositionGaps()
     try:
         for group, fit in zip(groups, run_tasks(fit_group, shared, groups, config.n_cores), strict=True):
             for name, part in fit.moments.items():
                 nodes[name].append(part)
+            for name, (low, high) in fit.spans.items():
+                spans[name] = (min(spans[name][0], low), max(spans[name][1], high))
             for name, values in fit.values.items():
                 distinct[name].add(values)
             gaps = gaps.merged(fit.gaps)
@@ -134,7 +138,9 @@ def _fit(
     totals = {name: tree_moments(parts, shared.shifts[name]) for name, parts in nodes.items()}
     statistics = {name: statistics_of(name, moments) for name, moments in totals.items()}
     for name, moments in totals.items():
-        warning = squeeze_warning(name, moments, statistics[name]["std"])
+        warning = squeeze_warning(name, moments, statistics[name]["std"]) or constant_fit_warning(
+            name, moments, spans[name]
+        )
         if warning and config.normalize_real_columns:
             log(warning)
     return statistics, fitted_values

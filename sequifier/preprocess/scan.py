@@ -89,7 +89,11 @@ class DistinctValues:
     def result(self) -> pa.Array:
         self._fold()
         distinct = self.chunks[0].drop_null()
-        return distinct.take(pc.array_sort_indices(comparable(distinct)))
+        keys = {"value": comparable(distinct)}
+        if pa.types.is_floating(distinct.type):  # -0.0 before 0.0, which compare equal, whatever the rows' order
+            keys["negative"] = pc.less(pc.divide(1.0, distinct.cast(pa.float64())), 0.0)
+        order = [("value", "ascending"), ("negative", "descending")][: len(keys)]
+        return distinct.take(pc.sort_indices(pa.table(keys), sort_keys=order))
 
 
 def scan(source: InputSource, columns: ColumnPlan, window_length: int, progress: Progress) -> ScanResult:

@@ -49,3 +49,17 @@ def squeeze_warning(name: str, moments: Moments, std: float) -> str | None:
         "by a large constant before preprocessing (unnormalized, values this close may also be one float32 value "
         "in training)"
     )
+
+
+def constant_fit_warning(name: str, moments: Moments, span: tuple[float, float]) -> str | None:
+    """A warning when the fitted values are all one value while other rows differ from it: normalization divides
+    their differences by the epsilon alone."""
+    low, high = span
+    if moments.count == 0 or moments.high > moments.low or (low == moments.low and high == moments.high):
+        return None
+    farthest = max(abs(low - moments.mean), abs(high - moments.mean))
+    return (
+        f"warning: {name}: the values normalization is fitted on are all {moments.mean:g}, while other splits hold "
+        f"values from {low:g} to {high:g}; (x - mean) / (std + {NORMALIZATION_EPSILON:g}) stores them up to "
+        f"{farthest / NORMALIZATION_EPSILON:.3g} in size; set normalize_on_all_data: true, or leave the column out"
+    )

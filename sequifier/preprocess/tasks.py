@@ -61,11 +61,13 @@ def _loaded(shared: SharedWork, group: Group, columns: list[str] | None = None) 
 
 @dataclass(frozen=True)
 class GroupFit:
-    """One group's share of the fit: moments per real column, distinct values per categorical column."""
+    """One group's share of the fit: moments per real column (and the span of its values in every split),
+    distinct values per categorical column."""
 
     moments: dict[str, TreeNodes]
     values: dict[str, pa.Array]
     gaps: PositionGaps
+    spans: dict[str, tuple[float, float]]
 
 
 @dataclass(frozen=True)
@@ -109,10 +111,11 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     fit_rows = fit_items[items.item_of_row] if items is not None and fit_items is not None else fit_items
     n_sequences = group.end_sequence - group.first_sequence
     sequence_of_item = np.repeat(np.arange(n_sequences), item_group.lengths)
-    moments = {}
+    moments, spans = {}, {}
     for name in columns.real:
         deep = name in columns.deep
         values = _real_values(rows if deep else item_group.table, name)
+        spans[name] = (float(np.min(values)), float(np.max(values))) if values.size else (np.inf, -np.inf)
         sequence = sequence_of_item[items.item_of_row] if deep else sequence_of_item
         chosen = fit_rows if deep else fit_items
         if chosen is not None:
@@ -122,7 +125,7 @@ def fit_group(shared: SharedWork, group: Group) -> GroupFit:
     for name in columns.categorical:
         column = rows.column(name)
         distinct[name] = pc.unique(column if fit_rows is None else column.filter(pa.array(fit_rows)))
-    return GroupFit(moments, distinct, position_gaps(item_group, splits, shared.split.n_splits))
+    return GroupFit(moments, distinct, position_gaps(item_group, splits, shared.split.n_splits), spans)
 
 
 def _encoded(shared: SharedWork, rows: pa.Table, items: Items | None) -> dict[str, np.ndarray]:

@@ -57,6 +57,10 @@ def _saved(payload: dict[str, Any], path: Path) -> None:
     except RuntimeError as error:
         if shutil.disk_usage(path.parent).free < FULL_BELOW_BYTES:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
+        reason = str(error).rpartition("strerror: ")[2].strip()  # the system's reason at the end of torch's text
+        code = next((code for code in errno.errorcode if os.strerror(code) == reason), None)
+        if code is not None:
+            raise OSError(code, reason, str(path)) from None
         raise OSError(
             errno.EIO, f"the checkpoint writer stopped: {' '.join(str(error).split())[:200]}", str(path)
         ) from None
@@ -78,8 +82,7 @@ def read_checkpoint(path: Path) -> dict[str, Any]:
         if written != state_digest(contents):
             raise UserError(
                 str(path),
-                "damaged: its contents differ from the digest written with them; resume from "
-                "another checkpoint of the folder (epoch-N.pt, batch-N.pt) or start anew",
+                "damaged: its contents differ from the digest written with them",
             )
     return state
 

@@ -96,6 +96,12 @@ def _own_logs_folders(spec: RunSpec) -> None:
     for folder in folders:
         owner_file = folder / OWNER_FILE
         owner = owner_file.read_text(encoding="utf-8", errors="replace").strip() if owner_file.is_file() else None
+        if owner == "":
+            raise UserError(
+                str(owner_file),
+                f"is empty, so it no longer names the model whose run wrote {folder}; write that model's name into "
+                f"it (when that is this run's {spec.model_name!r}, deleting the file lets this run go on too)",
+            )
         if owner is not None and owner != spec.model_name:
             raise UserError(
                 "model_name",

@@ -8,6 +8,8 @@ from __future__ import annotations
 import io
 import logging
 import math
+import re
+import warnings
 from pathlib import Path
 
 from sequifier.atomic import write_bytes_atomic
@@ -40,7 +42,15 @@ def _figure(panels: int):
 
 def _save(figure, path: Path) -> Path:
     buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=100)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        figure.savefig(buffer, format="png", dpi=100)
+    glyphs = [w for w in caught if re.match(r"Glyph .* missing from font", str(w.message))]
+    if glyphs:  # matplotlib warns once per character, with its own source line
+        logger.info("%s: the font draws some characters of the column names as boxes", path)
+    for other in caught:
+        if other not in glyphs:
+            warnings.warn_explicit(other.message, other.category, other.filename, other.lineno)
     write_bytes_atomic(path, buffer.getvalue())
     return path
 

@@ -108,6 +108,18 @@ def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, An
     )
 
 
+def other_ways_on(spec: RunSpec, unreadable: Path) -> str:
+    """What a run whose checkpoint `unreadable` cannot be read can do: continue from the newest readable
+    checkpoint of its folder, or start anew."""
+    fresh = "start anew with global_training.resume.policy=never"
+    others = [path for path in unreadable.parent.glob("*.pt") if path != unreadable]
+    readable = _newest_readable(unreadable.parent, others) if unreadable.parent.is_dir() else None
+    if readable is None or readable[0] == unreadable:
+        return f"; {fresh}"
+    shown = readable[0].relative_to(spec.project_root) if readable[0].is_relative_to(spec.project_root) else readable[0]
+    return f"; continue from the newest readable one with global_training.resume.checkpoint_path={shown}, or {fresh}"
+
+
 def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[str, Any]] | None:
     latest = folder / LATEST
     snapshots = sorted((path for path in checkpoints if path != latest), key=lambda path: path.stat().st_mtime)

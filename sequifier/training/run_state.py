@@ -14,13 +14,14 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sequifier.config.errors import UserError
 from sequifier.distributed.state import load_model_state, model_state, optimizer_loader, optimizer_state
 from sequifier.training.checkpoint import checkpoint_path, read_checkpoint, write_checkpoint
 from sequifier.training.divergence import check_weights
 from sequifier.training.evaluation import Evaluation
 from sequifier.training.profile import timed
 from sequifier.training.progress import RunProgress
-from sequifier.training.resume import check_fingerprint
+from sequifier.training.resume import check_fingerprint, other_ways_on
 from sequifier.training.rng import capture_rng, restore_rng
 
 if TYPE_CHECKING:
@@ -76,7 +77,10 @@ def save_snapshot(trainer: Trainer, name: str | None) -> Path:
 
 def restore(trainer: Trainer, path: Path) -> dict[str, Any]:
     """Load everything the rest of the run depends on from the checkpoint at `path`; returns its state."""
-    state = read_checkpoint(path)
+    try:
+        state = read_checkpoint(path)
+    except UserError as unreadable:
+        raise UserError(unreadable.where, unreadable.problem + other_ways_on(trainer.spec, path)) from None
     check_fingerprint(state["fingerprint"], trainer.fingerprint, path)
     load_model_state(trainer.network, state["model_state_dict"], trainer.sharded)
     trainer.optimization.load_state_dict(state["optimization"], optimizer_loader(trainer.network, trainer.sharded))

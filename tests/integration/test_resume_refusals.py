@@ -147,3 +147,19 @@ def test_a_fresh_run_sets_aside_checkpoints_it_cannot_tell_by_latest_pt(damage: 
     else:
         assert aside.name.startswith("earlier-unreadable-") and "that this release cannot read" in other.stdout
     assert {path.name: path.read_bytes() for path in aside.glob("*.pt")} == earlier
+
+
+def test_an_unreadable_latest_pt_is_refused_naming_the_newest_readable_snapshot_to_continue_from(trained: Path):
+    folder = trained / "checkpoints" / "tiny"
+    latest = folder / "latest.pt"
+    latest.write_bytes(latest.read_bytes()[:50_000])  # as a crash or a copy may leave it
+    (snapshot,) = [path for path in folder.glob("*-*.pt")]
+    line = refused(trained, RESUME)
+    assert f"{latest}: not a readable checkpoint" in line
+    way_on = f"global_training.resume.checkpoint_path={snapshot.relative_to(trained)}"
+    assert way_on in line and line.endswith("or start anew with global_training.resume.policy=never")
+    assert run_sequifier(["train", RESUME, way_on], trained).returncode == 0
+
+    latest.write_bytes(latest.read_bytes()[:50_000])
+    snapshot.write_bytes(b"")
+    assert refused(trained, RESUME).endswith("; start anew with global_training.resume.policy=never")

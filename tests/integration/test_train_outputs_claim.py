@@ -41,6 +41,20 @@ def test_an_output_folder_it_cannot_make_is_refused_before_training(blocked, tmp
     assert not list(project.glob("checkpoints/*/*.pt"))
 
 
+def test_an_emptied_owner_marker_is_named_as_such_and_writing_the_name_back_lets_the_run_go_on(
+    tmp_path, monkeypatch, capsys
+):
+    project = project_with(tmp_path, "project", tiny_train_config())
+    name = tiny_train_config()["model_name"]
+    marker = project / "logs" / name / ".model_name"
+    marker.parent.mkdir(parents=True)
+    marker.write_text("")
+    error = _refusal(project, monkeypatch, capsys)
+    assert f"{marker}: is empty" in error and "choose another model_name" not in error
+    marker.write_text(name + "\n")
+    assert cli.main(["train", "training_plan.epochs=1"]) == 0
+
+
 def test_a_model_name_another_process_trains_is_refused(tmp_path, monkeypatch, capsys):
     project = project_with(tmp_path, "project", tiny_train_config())
     folder = project / "checkpoints" / tiny_train_config()["model_name"]

@@ -50,3 +50,14 @@ def test_a_network_beyond_the_machines_memory_is_refused_before_it_is_built(refe
     with pytest.raises(UserError, match="num_layers 1000000000000"):
         fits.check_network_fits(huge)
     assert torch.get_default_device().type == "cpu"
+
+
+def test_a_vocabulary_beyond_the_machines_memory_is_refused_naming_its_column(reference_project, tmp_path, monkeypatch):
+    spec = network_spec(reference_project, tmp_path)
+    interface_name, interface = next(iter(spec.interfaces.items()))
+    name, column = next((n, c) for n, c in interface.columns.items() if c.kind == "categorical")
+    huge = {**interface.columns, name: replace(column, n_classes=2**31)}  # a static id map's largest id 2**31 - 1
+    spec = replace(spec, interfaces={**spec.interfaces, interface_name: replace(interface, columns=huge)})
+    monkeypatch.setattr(fits, "physical_memory", lambda: 24 * fits.GIB)
+    with pytest.raises(UserError, match=f"column '{name}''s 2,147,483,648 classes"):
+        fits.check_network_fits(spec)

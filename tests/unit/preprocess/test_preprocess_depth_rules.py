@@ -183,6 +183,13 @@ CASES = [
         "prefix from 0",
     ),
     (
+        "position column of floats",
+        {},
+        {"data/items.parquet": table([r | {"subItemPosition": float(r["subItemPosition"])} for r in ROWS])},
+        "subItemPosition",
+        "the depth position column must hold integers, found double in ",
+    ),
+    (
         "outer positions not continuous",
         {},
         {"data/items.parquet": table([r for r in ROWS if not (r["sequenceId"] == 1 and r["itemPosition"] == 4)])},
@@ -199,6 +206,8 @@ def test_a_broken_rule_is_a_user_error(case, tmp_path, monkeypatch):
         run(tmp_path, monkeypatch, config(**changes), files or {"data/items.parquet": table(ROWS)})
     assert error.value.where == where
     assert message in error.value.problem
+    if message.endswith(" in "):  # the file follows
+        assert error.value.problem.endswith(str(tmp_path / "data" / "items.parquet"))
     assert not (tmp_path / "configs" / "metadata_configs").exists()
 
 

@@ -882,6 +882,14 @@ def test_a_path_of_a_wrong_type_is_described_in_yamls_words(field, tmp_path, mon
         load_preprocess_config(config_path)
 
 
+@pytest.mark.parametrize("field", ["max_rows", "window_stride", "batches_per_file", "n_cores", "seed"])
+def test_an_integer_beyond_64_bits_is_refused(field, tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, {field: 2**63}, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=f"^{field}: must be at most 2\\*\\*63-1 .* got {2**63}$"):
+        load_preprocess_config(config_path)
+
+
 def test_failed_write_leaves_nothing_behind(tmp_path, monkeypatch):
     config_path = build_project(tmp_path, {}, ONLY_DATA, None)
     monkeypatch.chdir(tmp_path)

@@ -240,6 +240,17 @@ def test_a_float16_column_is_a_categorical_column_spelled_in_its_width(tmp_path,
     assert list(stored[-6:]) == [id_map[name] for name in ["1.5", "2.5", "0.1", "1.5", "-0.0", "4100.0"]]
 
 
+@pytest.mark.parametrize("first", [-0.0, 0.0])
+def test_minus_zero_and_zero_get_the_same_ids_whatever_comes_first(first, tmp_path, monkeypatch):
+    codes = [first, -first, 1.0, -1.0] * 2
+    table = pa.table({"sequenceId": np.zeros(8, dtype=np.int64), "itemPosition": np.arange(8), "code": codes})
+    pq.write_table(table, tmp_path / "codes.parquet")
+    settings = dict(selected_columns=None, categorical_columns=["code"], window_length=8, split_ratios=[1.0])
+    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=tmp_path / "codes.parquet", **settings)
+    id_map = {name: i for name, i in metadata["id_maps"]["code"].items() if not name.startswith("[")}
+    assert list(id_map) == ["-1.0", "-0.0", "0.0", "1.0"] and sorted(id_map.values()) == list(id_map.values())
+
+
 def test_a_categorical_column_with_no_value_at_all_is_warned_about(tmp_path, monkeypatch, capsys):
     table = pq.read_table(REFERENCE_PARQUET)
     index = table.schema.get_field_index("channel")

@@ -17,7 +17,7 @@ from sequifier.preprocess.moment_tree import group_nodes, tree_moments
 from sequifier.preprocess.statistics import statistics_of
 
 
-def _project(root: Path, amounts: np.ndarray) -> Path:
+def _project(root: Path, amounts: np.ndarray, **settings) -> Path:
     (root / "data").mkdir(parents=True)
     rows = amounts.size
     table = pa.table(
@@ -30,6 +30,7 @@ def _project(root: Path, amounts: np.ndarray) -> Path:
     )
     pq.write_table(table, root / "data" / "events.parquet")
     config = {"project_root": str(root), "preprocessing_data_path": "data/events.parquet", "window_length": 4}
+    config.update(settings)
     (root / "preprocess.yaml").write_text(yaml.safe_dump(config))
     return root / "preprocess.yaml"
 
@@ -69,3 +70,17 @@ def test_values_too_close_for_the_normalization_epsilon_are_warned_about(scale, 
 def test_the_warning_spares_a_column_of_one_value(tmp_path, capsys):
     run_preprocess(load_preprocess_config(_project(tmp_path, np.full(40, 3e-300))))
     assert "warning: amount:" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("on_all_data", [False, True])
+def test_one_fitted_value_beside_other_values_in_later_splits_is_warned_about(on_all_data, tmp_path, capsys):
+    amounts = np.ones((4, 10))
+    amounts[:, 8:] = [5.0, 9.0]  # the last items of each sequence go to the later splits
+    config = _project(tmp_path, amounts.ravel(), normalize_on_all_data=on_all_data)
+    run_preprocess(load_preprocess_config(config))
+    said = [line for line in capsys.readouterr().err.splitlines() if "warning: amount:" in line]
+    if on_all_data:
+        assert said == []
+        return
+    assert len(said) == 1 and "the values normalization is fitted on are all 1, while other splits hold" in said[0]
+    assert "values from 1 to 9" in said[0] and "set normalize_on_all_data: true" in said[0]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import pickle
 
 import pytest
@@ -35,6 +36,19 @@ def test_a_failed_save_keeps_the_earlier_checkpoints_and_leaves_no_temp(tmp_path
     with pytest.raises(OSError):
         write_checkpoint(tmp_path, "epoch-2.pt", {"weights": torch.zeros(3)})
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_refused_write_gives_the_systems_reason_without_torchs_internals(tmp_path, monkeypatch):
+    def refused_save(payload, path):  # torch's writer reports a refused open as this RuntimeError
+        raise RuntimeError(
+            "[enforce fail at inline_container.cc:747] . open file failed with strerror: Read-only file system"
+        )
+
+    monkeypatch.setattr(checkpoint_module.torch, "save", refused_save)
+    with pytest.raises(OSError) as refused:
+        write_checkpoint(tmp_path, "epoch-1.pt", {"weights": torch.ones(3)})
+    assert (refused.value.errno, refused.value.strerror) == (errno.EROFS, "Read-only file system")
+    assert refused.value.filename == str(tmp_path / "epoch-1.pt") and "enforce" not in str(refused.value)
 
 
 class RunsCode:

@@ -61,6 +61,14 @@ def test_draw_curves_writes_a_png_and_leaves_no_temporary_file(tmp_path: Path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [CURVES_FILE, "training-metrics.csv", "validation-metrics.csv"]
 
 
+def test_characters_the_font_lacks_give_one_note_and_no_python_warning(tmp_path: Path, caplog, recwarn):
+    write_run(tmp_path, "r", [2.0, 1.5], ["main", "main"], target="事件")
+    with caplog.at_level("INFO", logger="sequifier"):
+        assert draw_curves(tmp_path).read_bytes().startswith(PNG_MAGIC)
+    assert not [w for w in recwarn if "missing from font" in str(w.message)]
+    assert caplog.text.count("draws some characters of the column names as boxes") == 1
+
+
 def test_a_floor_for_a_target_the_run_lacks_is_refused_with_the_targets(tmp_path: Path):
     write_run(tmp_path, "r", [2.0, 1.5, 1.2], ["main", "main", "main"])
     with pytest.raises(UserError, match=r"has no target 'evnt' \(did you mean 'event'\?\); its targets: ") as caught:
