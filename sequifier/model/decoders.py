@@ -15,10 +15,13 @@ DEFAULT_PREDICTABLE_SPECIAL = ("other",)  # for a target categorical_decoder_spe
 HIDDEN_ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "silu": nn.SiLU}
 
 
-def predictable_class_ids(column: ColumnSpec, allowed_special: tuple[str, ...]) -> list[int]:
-    """Ids a categorical decoder may predict: data values plus the allowed special tokens."""
-    special = set(SPECIAL_TOKEN_NAMES.values()) - {SPECIAL_TOKEN_NAMES[name] for name in allowed_special}
-    return [i for i in range(column.n_classes) if i not in special]
+def predictable_class_ids(column: ColumnSpec, allowed_special: tuple[str, ...]) -> Tensor:
+    """Ids a categorical decoder may predict, in output order: the allowed special tokens, then the data values
+    (ids from 3 on; a range, so that a vocabulary counted on the meta device allocates nothing)."""
+    first_value = len(SPECIAL_TOKEN_NAMES)
+    allowed = sorted(SPECIAL_TOKEN_NAMES[name] for name in allowed_special)
+    special = torch.tensor([i for i in allowed if i < column.n_classes], dtype=torch.int64)
+    return torch.cat([special, torch.arange(first_value, max(column.n_classes, first_value), dtype=torch.int64)])
 
 
 class PenalizedLinear(nn.Linear):
@@ -56,7 +59,7 @@ class Decoder(nn.Module):
         self,
         dim_model: int,
         targets: list[ColumnSpec],
-        class_ids: dict[str, list[int]],
+        class_ids: dict[str, Tensor],
         prediction_length: int,
         support: int = 1,
         hidden_dims: tuple[int, ...] = (),
@@ -80,7 +83,7 @@ class Decoder(nn.Module):
             width = len(class_ids[target.name]) if target.kind == "categorical" else 1
             self.heads[target.name] = tag(nn.Linear(dim, width), "decoder.output")
             if target.kind == "categorical":
-                self.register_buffer(f"class_ids_{target.name}", torch.tensor(class_ids[target.name]), persistent=False)
+                self.register_buffer(f"class_ids_{target.name}", class_ids[target.name].clone(), persistent=False)
             self.register_buffer(f"prior_{target.name}", torch.zeros(width if target.kind == "categorical" else ()))
         self.real_targets = {t.name for t in targets if t.kind == "real"}
 

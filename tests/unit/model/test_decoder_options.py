@@ -7,11 +7,11 @@ import torch
 from torch import nn
 
 from sequifier.config.network import ColumnSpec
-from sequifier.model.decoders import Decoder, PenalizedLinear
+from sequifier.model.decoders import Decoder, PenalizedLinear, predictable_class_ids
 from sequifier.model.dropout import Dropout
 
 TARGETS = [ColumnSpec("event", "categorical", 6), ColumnSpec("amount", "real")]
-CLASS_IDS = {"event": [1, 3, 4, 5]}
+CLASS_IDS = {"event": torch.tensor([1, 3, 4, 5])}
 
 
 def decoder(support: int = 1, **options) -> Decoder:
@@ -84,3 +84,11 @@ def test_hidden_weight_l2_does_not_change_the_outputs():
         plain = decoder(hidden_dims=(16,))(states)
     for target in plain:
         torch.testing.assert_close(penalized[target], plain[target], atol=0, rtol=0)
+
+
+@pytest.mark.parametrize(
+    "allowed, expected", [(("other",), [1, 3, 4, 5, 6]), (("mask", "unknown"), [0, 2, 3, 4, 5, 6]), ((), [3, 4, 5, 6])]
+)
+def test_predictable_ids_are_the_allowed_special_tokens_then_the_data_values(allowed, expected):
+    column = ColumnSpec("event", "categorical", n_classes=7)
+    assert predictable_class_ids(column, allowed).tolist() == expected
