@@ -95,8 +95,9 @@ def _infer_interface(dataset: dict[str, Any], config: dict[str, Any], path: str)
         return
     model = config.get("model")
     interfaces = model.get("interfaces") if isinstance(model, dict) else None
-    if not isinstance(interfaces, dict) or not all(isinstance(i, dict) for i in interfaces.values()):
-        return  # validation names what is missing or malformed in the model section
+    if not isinstance(interfaces, dict) or not interfaces or not all(isinstance(i, dict) for i in interfaces.values()):
+        dataset["model_interface"] = DEFAULT_NAME  # validation names what is missing or malformed in the model
+        return
     name = _only_name(interfaces)
     if name is None:
         raise UserError(f"{path}.model_interface", "required when the model has several interfaces (or none)")

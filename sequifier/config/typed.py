@@ -75,7 +75,7 @@ def build(cls: type, data: Any, path: str, problems: ProblemList) -> Any:
     if not isinstance(data, Mapping):
         chosen = [f.name for f in dataclasses.fields(cls) if data in f.metadata.get("choices", ())]
         meant = f" (did you mean {path}.{chosen[0]}: {data}?)" if chosen and path else ""
-        problems.add(path or "<top level>", f"expected a mapping of fields, got {_show(data)}{meant}")
+        problems.add(path or "<top level>", f"expected a mapping of fields, got {yaml_shown(data)}{meant}")
         return None
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}
@@ -115,7 +115,7 @@ def _convert(hint: Any, value: Any, where: str, problems: ProblemList, metadata:
             converted = _convert(candidate, value, where, trial, metadata)
             if not trial.problems:
                 return converted
-        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}")
+        problems.add(where, f"expected {_describe(hint)}, got {yaml_shown(value)}")
         return _INVALID
     if hint is Any:
         return value
@@ -124,13 +124,13 @@ def _convert(hint: Any, value: Any, where: str, problems: ProblemList, metadata:
         return _INVALID if built is None else built
     if origin is tuple:
         if not isinstance(value, (list, tuple)):
-            problems.add(where, f"expected a list, got {_show(value)}")
+            problems.add(where, f"expected a list, got {yaml_shown(value)}")
             return _INVALID
         items = [_convert(args[0], v, f"{where}[{i}]", problems, {}) for i, v in enumerate(value)]
         return _INVALID if any(i is _INVALID for i in items) else tuple(items)
     if origin is dict:
         if not isinstance(value, Mapping):
-            problems.add(where, f"expected a mapping, got {_show(value)}")
+            problems.add(where, f"expected a mapping, got {yaml_shown(value)}")
             return _INVALID
         out = {}
         for key, item in value.items():
@@ -171,7 +171,7 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
     choices = metadata.get("choices", ())
     if not ok:
         offered = f"; choose one of {_allowed(metadata)}" if choices else ""
-        problems.add(where, f"expected {_describe(hint)}, got {_show(value)}{offered}{_text_hint(hint, value)}")
+        problems.add(where, f"expected {_describe(hint)}, got {yaml_shown(value)}{offered}{_text_hint(hint, value)}")
         return _INVALID
     aliases = metadata.get("aliases", {})
     value = aliases.get(value, value)
@@ -181,7 +181,8 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
         spellings = [*map(str, choices), *map(str, aliases)]
         problems.add(
             where,
-            f"{_show(value)} is not allowed; choose one of {_allowed(metadata)}" + did_you_mean(str(value), spellings),
+            f"{yaml_shown(value)} is not allowed; choose one of {_allowed(metadata)}"
+            + did_you_mean(str(value), spellings),
         )
         return _INVALID
     return value
@@ -215,13 +216,16 @@ def _describe(hint: Any) -> str:
     return getattr(hint, "__name__", str(hint))
 
 
-def _show(value: Any) -> str:
+def yaml_shown(value: Any) -> str:
+    """`value` as YAML would spell it in a message: null, true, a list, a mapping; others by their repr."""
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, (list, tuple)):
         return "a list"
     if value is None:
         return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return repr(value)
 
 

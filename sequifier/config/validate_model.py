@@ -14,7 +14,7 @@ from sequifier.config.schema import (
     InterfaceConfig,
     ModelConfig,
 )
-from sequifier.config.typed import ProblemList
+from sequifier.config.typed import ProblemList, yaml_shown
 
 MAX_SEED = 2**63 - 1
 INIT_ARGUMENTS = {  # the arguments each initializer reads (model/initialization.py)
@@ -111,7 +111,7 @@ def _check_layer_groups(architecture: ArchitectureConfig, where: str, problems: 
             continue
         not_indices = [x for x in group if not isinstance(x, int) or isinstance(x, bool)]
         if not_indices:
-            problems.add(f"{where}[{i}]", f"expected integer layer indices, got {not_indices[0]!r}")
+            problems.add(f"{where}[{i}]", f"expected integer layer indices, got {yaml_shown(not_indices[0])}")
             continue
         repeated = sorted({layer for layer in group if group.count(layer) > 1})
         if repeated:

@@ -19,7 +19,6 @@ from sequifier.machine_memory import GIB, physical_memory
 TRAINED_BYTES_PER_PARAMETER = 16
 LAYERS_BUILT_WHOLE = 64
 BEYOND_ADDRESSABLE = 2**63
-LARGE_VOCABULARY = 100_000  # classes of a column worth naming when the network does not fit
 
 
 def training_bytes(spec: NetworkSpec) -> int:
@@ -67,24 +66,28 @@ def _counted(spec: NetworkSpec) -> int:
 
 
 def check_network_fits(spec: NetworkSpec) -> None:
-    """UserError naming the architecture when training the network needs more than the machine's memory."""
+    """UserError naming the architecture (or the column whose classes take most of it) when training the network
+    needs more than the machine's memory."""
     memory = physical_memory()
     if memory is None or _rough_bytes(spec) < memory // 8:
         return
     needed = training_bytes(spec)
-    if needed > memory:
-        architecture = spec.backbone.architecture
-        columns = [c for i in spec.interfaces.values() for c in i.columns.values()]
-        largest = max(columns, key=lambda c: c.n_classes, default=None)
-        vocabulary = (
-            f", and column {largest.name!r}'s {largest.n_classes:,} classes (its largest id + 1)"
-            if largest is not None and largest.n_classes > LARGE_VOCABULARY
-            else ""
-        )
+    if needed <= memory:
+        return
+    architecture = spec.backbone.architecture
+    columns = [c for i in spec.interfaces.values() for c in i.columns.values()]
+    largest = max(columns, key=lambda c: c.n_classes, default=None)
+    vocabulary_bytes = 2 * largest.n_classes * architecture.dim_model * TRAINED_BYTES_PER_PARAMETER if largest else 0
+    size = f"training this network needs about {needed / GIB:,.1f} GiB (float32 weights, gradients and optimizer state"
+    beyond = f"more than this machine's {memory / GIB:,.1f} GiB of memory"
+    if vocabulary_bytes > needed // 2:
         raise UserError(
-            "model.backbone.architecture",
-            f"training this network needs about {needed / GIB:,.1f} GiB (float32 weights, gradients and optimizer "
-            f"state of dim_model {architecture.dim_model}, num_layers {architecture.num_layers}, feed_forward.dim "
-            f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}{vocabulary}), more "
-            f"than this machine's {memory / GIB:,.1f} GiB of memory; make it smaller",
+            f"column {largest.name!r}",
+            f"{size}, most of it for the {largest.n_classes:,} classes of this column: its largest id + 1), {beyond}; "
+            "give its values smaller ids (a static id map's ids are classes up to the largest) and preprocess again",
         )
+    raise UserError(
+        "model.backbone.architecture",
+        f"{size} of dim_model {architecture.dim_model}, num_layers {architecture.num_layers}, feed_forward.dim "
+        f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}), {beyond}; make it smaller",
+    )

@@ -12,10 +12,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
 
+from sequifier.config.compose import hydra_quoted
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
 from sequifier.export.names import exported_names
@@ -60,8 +62,8 @@ def checkpoint_to_resume(spec: RunSpec, announce: bool = True) -> Path | None:
     if announce and not explicit and snapshots:
         print(
             f"note: {path.parent} holds no {LATEST} (its write may have failed) but holds {snapshots[-1].name}: "
-            f"this run starts fresh; to continue from that snapshot, set global_training.resume.checkpoint_path="
-            f"{snapshots[-1].relative_to(spec.project_root)}"
+            f"this run starts fresh; to continue from that snapshot, set "
+            f"{checkpoint_path_override(snapshots[-1].relative_to(spec.project_root))}"
         )
     return None
 
@@ -117,7 +119,15 @@ def other_ways_on(spec: RunSpec, unreadable: Path) -> str:
     if readable is None or readable[0] == unreadable:
         return f"; {fresh}"
     shown = readable[0].relative_to(spec.project_root) if readable[0].is_relative_to(spec.project_root) else readable[0]
-    return f"; continue from the newest readable one with global_training.resume.checkpoint_path={shown}, or {fresh}"
+    return f"; continue from the newest readable one with {checkpoint_path_override(shown)}, or {fresh}"
+
+
+def checkpoint_path_override(path: Path) -> str:
+    """The override that resumes from `path`, as a shell takes it (a sweep job's `<model>-seed=1` needs quotes)."""
+    text = str(path)
+    if re.fullmatch(r"[\w\-+./:@]+", text):
+        return f"global_training.resume.checkpoint_path={text}"
+    return f'"global_training.resume.checkpoint_path={hydra_quoted(text)}"'
 
 
 def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[str, Any]] | None:

@@ -518,6 +518,12 @@ VALIDATION_ROWS = [
     row("misspelt-model-section", {"model": DROP, "models": {"backbone": {}}}, "models", "did you mean 'model'?"),
     row("missing-model-interface", {"model.interface": DROP}, "model.interfaces", "required field is missing"),
     row(
+        "empty-model-interfaces",
+        {"model.interface": DROP, "model.interfaces": {}},
+        "model.interfaces",
+        "at least one interface is required",
+    ),
+    row(
         "interfaces-holding-one-interfaces-fields",
         {"model.interfaces": {"input_columns": ["event"], "target_columns": ["event"]}, "model.interface": DROP},
         "model.interfaces.input_columns",
@@ -733,7 +739,7 @@ VALIDATION_ROWS = [
         "shared-layers-boolean-index",
         {f"{ARCH}.num_layers": 3, f"{ARCH}.shared_layer_groups": [[True, 0]]},
         f"{ARCH}.shared_layer_groups[0]",
-        "expected integer layer indices, got True",
+        "expected integer layer indices, got true",
     ),
     row(
         "max-context-shorter-than-context",
@@ -952,7 +958,7 @@ VALIDATION_ROWS = [
         "init-seed-boolean",
         {"model.backbone.initialization_seed": True},
         "model.backbone.initialization_seed",
-        "expected an integer, got True",
+        "expected an integer, got true",
     ),
     row(
         "init-seed-float",
@@ -1353,6 +1359,13 @@ def test_invalid_config_is_rejected_with_its_canonical_path(base: str, changes: 
     with pytest.raises(UserError) as error:
         check_supported(canonical_config(config))  # what the train command checks before any job starts
     assert_reported(error.value, path, fragment)
+
+
+@pytest.mark.parametrize("changes", [{"model.interface": DROP}, {"model": DROP, "models": {"backbone": {}}}])
+def test_a_missing_model_section_is_not_also_blamed_on_the_datasets_interface(changes):
+    with pytest.raises(UserError) as error:
+        canonical_config(apply(BASES["singleton"](), changes))
+    assert "model_interface" not in str(error.value)
 
 
 def test_a_context_length_below_one_is_one_problem_not_also_the_bounds_that_depend_on_it():

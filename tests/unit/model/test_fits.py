@@ -59,5 +59,6 @@ def test_a_vocabulary_beyond_the_machines_memory_is_refused_naming_its_column(re
     huge = {**interface.columns, name: replace(column, n_classes=2**31)}  # a static id map's largest id 2**31 - 1
     spec = replace(spec, interfaces={**spec.interfaces, interface_name: replace(interface, columns=huge)})
     monkeypatch.setattr(fits, "physical_memory", lambda: 24 * fits.GIB)
-    with pytest.raises(UserError, match=f"column '{name}''s 2,147,483,648 classes"):
+    with pytest.raises(UserError, match="most of it for the 2,147,483,648 classes of this column") as refused:
         fits.check_network_fits(spec)
+    assert refused.value.where == f"column {name!r}" and "give its values smaller ids" in refused.value.problem
