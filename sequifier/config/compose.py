@@ -30,6 +30,7 @@ from sequifier.config.schema import TrainConfig, hydra_defaults, may_be_null, se
 from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
+UNQUOTED_VALUE = r"[\w\-+./:@]+"  # what Hydra reads as a plain value: letters, digits and _-+./:@
 LONGEST_OVERRIDE_KEY = 240  # bytes: Hydra stats <its conf folder>/<key> to tell a preset group from a field
 SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
@@ -536,6 +537,14 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
 def canonical_config(data: dict[str, Any]) -> TrainConfig:
     reject_historical(data)
     return validate(expand_singletons(data))
+
+
+def typed_override(key: str, value: str) -> str:
+    """`key=value` as a user types it in a shell: as it is where Hydra reads the value unquoted, else quoted for
+    Hydra and, around the whole, for the shell."""
+    if re.fullmatch(UNQUOTED_VALUE, value):
+        return f"{key}={value}"
+    return f'"{key}={hydra_quoted(value)}"'
 
 
 def hydra_quoted(value: str) -> str:

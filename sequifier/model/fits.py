@@ -13,7 +13,7 @@ from dataclasses import replace
 import torch
 
 from sequifier.config.errors import UserError
-from sequifier.config.network import NetworkSpec
+from sequifier.config.network import ColumnSpec, NetworkSpec
 from sequifier.machine_memory import GIB, physical_memory
 
 TRAINED_BYTES_PER_PARAMETER = 16
@@ -40,9 +40,17 @@ def _rough_bytes(spec: NetworkSpec) -> int:
     width, hidden = architecture.dim_model, architecture.feed_forward.dim
     per_layer = 4 * width * width + 3 * width * hidden + 4 * width
     positions = 2 * spec.max_context_length * width
-    classes = sum(c.n_classes for i in spec.interfaces.values() for c in i.columns.values())
-    vocabularies = 2 * classes * max(width, 1)  # each class's embedding row and decoder weights, at least
+    vocabularies = _class_parameters(sum(c.n_classes for c in _columns(spec)), width)
     return 2 * (architecture.num_layers * per_layer + positions + vocabularies) * TRAINED_BYTES_PER_PARAMETER
+
+
+def _columns(spec: NetworkSpec) -> list[ColumnSpec]:
+    return [column for interface in spec.interfaces.values() for column in interface.columns.values()]
+
+
+def _class_parameters(classes: int, width: int) -> int:
+    """Parameters of `classes` classes at least: an embedding row and a decoder row each."""
+    return 2 * classes * max(width, 1)
 
 
 def _with_layers(spec: NetworkSpec, layers: int) -> NetworkSpec:
@@ -75,9 +83,9 @@ def check_network_fits(spec: NetworkSpec) -> None:
     if needed <= memory:
         return
     architecture = spec.backbone.architecture
-    columns = [c for i in spec.interfaces.values() for c in i.columns.values()]
-    largest = max(columns, key=lambda c: c.n_classes, default=None)
-    vocabulary_bytes = 2 * largest.n_classes * architecture.dim_model * TRAINED_BYTES_PER_PARAMETER if largest else 0
+    largest = max(_columns(spec), key=lambda c: c.n_classes, default=None)
+    classes = largest.n_classes if largest else 0
+    vocabulary_bytes = _class_parameters(classes, architecture.dim_model) * TRAINED_BYTES_PER_PARAMETER
     size = f"training this network needs about {needed / GIB:,.1f} GiB (float32 weights, gradients and optimizer state"
     beyond = f"more than this machine's {memory / GIB:,.1f} GiB of memory"
     if vocabulary_bytes > needed // 2:

@@ -12,12 +12,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import re
 import time
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.compose import hydra_quoted
+from sequifier.config.compose import typed_override
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
 from sequifier.export.names import exported_names
@@ -124,10 +123,7 @@ def other_ways_on(spec: RunSpec, unreadable: Path) -> str:
 
 def checkpoint_path_override(path: Path) -> str:
     """The override that resumes from `path`, as a shell takes it (a sweep job's `<model>-seed=1` needs quotes)."""
-    text = str(path)
-    if re.fullmatch(r"[\w\-+./:@]+", text):
-        return f"global_training.resume.checkpoint_path={text}"
-    return f'"global_training.resume.checkpoint_path={hydra_quoted(text)}"'
+    return typed_override("global_training.resume.checkpoint_path", str(path))
 
 
 def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[str, Any]] | None:

@@ -8,7 +8,9 @@ config's warnings (which the command prints before any job starts).
 from __future__ import annotations
 
 import logging
+from collections import deque
 from pathlib import Path
+from typing import Iterable
 
 from sequifier.config.schema import TrainConfig
 from sequifier.config.validate_training import config_warnings
@@ -21,10 +23,10 @@ logger = logging.getLogger("sequifier")
 class _HeldRecords(logging.Handler):
     def __init__(self):
         super().__init__(logging.INFO)
-        self.records: list[logging.LogRecord] = []
+        self.records: deque[logging.LogRecord] = deque(maxlen=HELD_RECORDS)
 
     def emit(self, record: logging.LogRecord) -> None:
-        self.records = [*self.records[1 - HELD_RECORDS :], record]
+        self.records.append(record)
 
 
 _held: _HeldRecords | None = None
@@ -40,7 +42,7 @@ def hold_start_up_records() -> None:
     logger.setLevel(logging.INFO)
 
 
-def _release() -> list[logging.LogRecord]:
+def _release() -> Iterable[logging.LogRecord]:
     global _held
     if _held is None:
         return []
