@@ -80,8 +80,9 @@ def model_name_problem(name: str) -> str | None:
     checkpoints/), or None."""
     unprintable = any(not c.isprintable() for c in name)
     if not name or name != name.strip() or name.startswith(".") or any(c in name for c in "/\\") or unprintable:
+        shown = repr(name) if unprintable else f"'{name}'"  # repr escapes what would not print, and doubles '\\'
         return (
-            f"{name!r} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
+            f"{shown} cannot name the model's files: it must be non-empty, start with no '.', hold no '/' or "
             "'\\', no control character or byte that is not UTF-8 text, and no spaces at either end"
         )
     if len(name.encode()) > LONGEST_FILE_STEM:
@@ -123,11 +124,12 @@ def _check_datasets(config: TrainConfig, problems: ProblemList) -> None:
             problems.add(f"{path}.parts", "at least one part is required")
         interface = config.model.interfaces.get(dataset.model_interface)
         if interface is None:
-            problems.add(
-                f"{path}.model_interface",
-                f"unknown interface {dataset.model_interface!r}"
-                + did_you_mean(dataset.model_interface, config.model.interfaces),
-            )
+            if config.model.interfaces:  # with none at all, model.interfaces is the one problem
+                problems.add(
+                    f"{path}.model_interface",
+                    f"unknown interface {dataset.model_interface!r}"
+                    + did_you_mean(dataset.model_interface, config.model.interfaces),
+                )
             continue
         targets = interface.target_columns
         for target in targets:

@@ -40,7 +40,7 @@ from sequifier.training.live import EpochProgress, Throughput
 from sequifier.training.losses import dataset_losses
 from sequifier.training.monitor import Monitor
 from sequifier.training.optimization import OptimizationLifecycle
-from sequifier.training.passes import batch_passes, rows_per_pass
+from sequifier.training.passes import batch_passes, largest_pass_tokens, rows_per_pass
 from sequifier.training.plan import PlannedBatch, phase_epoch, phase_optimizer_steps, stream_seed, window_ends
 from sequifier.training.priors import fit_priors
 from sequifier.training.profile import BACKWARD, FORWARD, OPTIMIZER, PROFILE, timed
@@ -357,7 +357,8 @@ class Trainer:
 
 def train(spec: RunSpec, ranks: Ranks = SINGLE) -> TrainResult:
     """Train one run spec end to end in this process (as rank `ranks.rank` of a distributed run)."""
-    check_network_fits(spec.network)
+    training = spec.config.global_training
+    check_network_fits(spec.network, largest_pass_tokens(training, torch.device(spec.config.device)))
     with claimed_outputs(spec, writes=ranks.is_main):
         trainer = Trainer(spec, ranks=ranks)
         if trainer.device.type == "cpu":

@@ -38,6 +38,15 @@ def validation_rows(training: GlobalTrainingConfig, tokens_per_row: int, device:
     return rows_per_pass(training.inference_batch_size, tokens_per_row, training, device)
 
 
+def largest_pass_tokens(training: GlobalTrainingConfig, device: torch.device) -> int:
+    """Tokens of a CPU run's largest training or validation pass, whose activations are in the machine's memory."""
+    if device.type != "cpu":
+        return 0
+    tokens = training.context_length
+    training_rows = rows_per_pass(training.batch_size, tokens, training, device)
+    return tokens * max(training_rows, validation_rows(training, tokens, device))
+
+
 def batch_passes(batch: Batch, rows: int) -> list[Batch]:
     """`batch` cut into consecutive slices of `rows` rows (the last may be shorter)."""
     total = len(batch.target_valid)

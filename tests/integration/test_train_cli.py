@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import yaml
 from conftest import run_sequifier, tiny_train_config, write_yaml
 from run_helpers import project_with
+
+from sequifier.machine_memory import GIB, physical_memory
 
 
 def printed_config(project: Path, *args: str) -> dict:
@@ -74,3 +77,15 @@ def test_a_project_whose_path_reads_as_override_syntax_trains_and_sweeps(tmp_pat
     swept = run_sequifier(["train", "-m", "training_plan.epochs=1", "seed=3"], project)
     assert swept.returncode == 0, swept.stderr[-2000:]
     assert len(list((project / "multirun").glob("*/*/0/result.json"))) == 1
+
+
+@pytest.mark.skipif((physical_memory() or 0) > 200 * GIB, reason="the pass's logits below fit a machine of this memory")
+def test_passes_whose_logits_exceed_the_memory_are_refused_before_training(reference_project: Path):
+    config = tiny_train_config()
+    config["global_training"].update(batch_size=10**9, max_tokens_per_pass=10**9)  # one pass of 10**9 tokens
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], reference_project)
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert "column 'event'" in result.stderr and "a training pass of 1,000,000,000 tokens" in result.stderr
+    assert "fit: set global_training.max_tokens_per_pass to at most" in result.stderr
+    assert not (reference_project / "checkpoints").exists()

@@ -1309,6 +1309,7 @@ VALIDATION_ROWS = [
     row("model-name-empty", {"model_name": ""}, "model_name", "'' cannot name the model's files"),
     row("model-name-outside-the-project", {"model_name": "../../escaped"}, "model_name", "start with no '.'"),
     row("model-name-with-a-folder", {"model_name": "a/b"}, "model_name", "hold no '/'"),
+    row("model-name-with-a-backslash", {"model_name": "a\\b"}, "model_name", "'a\\b' cannot name the model's files"),
     row("model-name-with-a-line-break", {"model_name": "a\nb"}, "model_name", "no control character"),
     row("model-name-not-utf8", {"model_name": "a\udcffb"}, "model_name", "byte that is not UTF-8 text"),
     row("model-name-too-long", {"model_name": "m" * 201}, "model_name", "is 201 bytes long; at most 200 are allowed"),
@@ -1366,6 +1367,13 @@ def test_a_missing_model_section_is_not_also_blamed_on_the_datasets_interface(ch
     with pytest.raises(UserError) as error:
         canonical_config(apply(BASES["singleton"](), changes))
     assert "model_interface" not in str(error.value)
+
+
+def test_no_interfaces_at_all_is_one_problem_not_also_each_datasets_unknown_interface():
+    config = apply(BASES["singleton"](), {"model.interface": DROP, "model.interfaces": {}})
+    with pytest.raises(UserError) as error:
+        check_supported(canonical_config(config))
+    assert str(error.value).splitlines() == ["model.interfaces: at least one interface is required"]
 
 
 def test_a_context_length_below_one_is_one_problem_not_also_the_bounds_that_depend_on_it():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,3 +64,57 @@ def test_a_vocabulary_beyond_the_machines_memory_is_refused_naming_its_column(re
     with pytest.raises(UserError, match="most of it for the 2,147,483,648 classes of this column") as refused:
         fits.check_network_fits(spec)
     assert refused.value.where == f"column {name!r}" and "give its values smaller ids" in refused.value.problem
+
+
+def with_classes(spec, column_name: str, classes: int):
+    interface_name, interface = next(iter(spec.interfaces.items()))
+    columns = {**interface.columns, column_name: replace(interface.columns[column_name], n_classes=classes)}
+    return replace(spec, interfaces={**spec.interfaces, interface_name: replace(interface, columns=columns)})
+
+
+def test_a_cpu_pass_whose_logits_exceed_the_memory_is_refused_naming_the_target_and_the_pass_limit(
+    reference_project, tmp_path, monkeypatch
+):
+    spec = with_classes(network_spec(reference_project, tmp_path), "event", 5_000_000)
+    weights = fits.training_bytes(spec)
+    monkeypatch.setattr(fits, "physical_memory", lambda: weights + fits.logit_bytes(spec, 512) - 1)
+    with pytest.raises(UserError) as refused:
+        fits.check_network_fits(spec, 512)
+    assert refused.value.where == "column 'event'"
+    assert "a training pass of 512 tokens" in refused.value.problem and "5,000,000 classes" in refused.value.problem
+    assert "passes of at most 511 tokens (63 rows of context_length 8) fit" in refused.value.problem
+    fits.check_network_fits(spec, 256)  # the same network in smaller passes
+    spec = replace(spec, context_length=128)
+    monkeypatch.setattr(fits, "physical_memory", lambda: weights + fits.logit_bytes(spec, 127))
+    with pytest.raises(UserError, match="even one row of context_length 128 does not fit: give the column's values"):
+        fits.check_network_fits(spec, 128)
+    fits.check_network_fits(spec)  # an accelerator's passes are not in this memory
+
+
+def test_only_categorical_targets_have_logits_and_the_largest_interface_counts(reference_project, tmp_path):
+    spec = network_spec(reference_project, tmp_path)
+    assert fits.logit_bytes(spec, 100) > 0
+    assert fits.logit_bytes(with_classes(spec, "channel", 10**9), 100) == fits.logit_bytes(spec, 100)  # an input only
+    larger = with_classes(spec, "event", 10**6)
+    assert fits.logit_bytes(larger, 200) == 2 * fits.logit_bytes(larger, 100) > 10**6 * 100
+    (interface_name, interface), other = next(iter(spec.interfaces.items())), "second"
+    two = replace(larger, interfaces={interface_name: larger.interfaces[interface_name], other: interface})
+    assert fits.logit_bytes(two, 100) == fits.logit_bytes(larger, 100)  # a pass runs one interface's dataset
+
+
+def test_the_logits_counted_are_no_fewer_than_a_real_cpu_pass_holds(tmp_path):
+    """Peak RSS of a fresh process over one pass of a 200,000-class decoder, against the count's share of it."""
+    script = tmp_path / "pass.py"
+    script.write_text(
+        "import resource, torch\n"
+        "import torch.nn.functional as F\n"
+        "decoder, tokens = torch.nn.Linear(16, 200_000), 512\n"
+        "features, targets = torch.randn(tokens, 16, requires_grad=True), torch.randint(0, 200_000, (tokens,))\n"
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "F.cross_entropy(decoder(features), targets, reduction='none').mean().backward()\n"
+        "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
+    )
+    held = int(subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout)
+    per_copy = 200_000 * 512 * fits.FLOAT32_BYTES
+    assert held > 2 * per_copy  # the pass really holds several copies
+    assert fits.LOGIT_COPIES * per_copy >= held

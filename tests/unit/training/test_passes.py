@@ -14,7 +14,13 @@ from sequifier.config.resolve import resolve
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.training.engine import Trainer
 from sequifier.training.evaluation import Totals
-from sequifier.training.passes import CPU_TOKENS_PER_PASS, batch_passes, rows_per_pass, validation_rows
+from sequifier.training.passes import (
+    CPU_TOKENS_PER_PASS,
+    batch_passes,
+    largest_pass_tokens,
+    rows_per_pass,
+    validation_rows,
+)
 
 CPU, CUDA = torch.device("cpu"), torch.device("cuda")
 
@@ -39,6 +45,15 @@ def test_validation_forwards_take_inference_batches_cut_to_the_pass_limit():
     assert validation_rows(training(inference_batch_size=256), 128, CPU) == CPU_TOKENS_PER_PASS // 128
     assert validation_rows(training(inference_batch_size=8), 128, CPU) == 8
     assert validation_rows(training(inference_batch_size=256), 128, CUDA) == 256
+
+
+def test_the_largest_pass_counted_against_memory_is_a_cpu_runs_training_or_validation_pass():
+    assert largest_pass_tokens(training(), CPU) == CPU_TOKENS_PER_PASS
+    assert largest_pass_tokens(training(batch_size=4, inference_batch_size=8), CPU) == 8 * 128
+    assert largest_pass_tokens(training(max_tokens_per_pass=300), CPU) == 2 * 128
+    assert largest_pass_tokens(training(max_tokens_per_pass=1), CPU) == 128  # at least one row
+    assert largest_pass_tokens(training(distributed=True, world_size=2, batch_size=64), CPU) == 256 * 128
+    assert largest_pass_tokens(training(), CUDA) == 0  # an accelerator's activations are in its own memory
 
 
 def trainer_with(reference_project: Path, tmp_path: Path, max_tokens_per_pass: int | None) -> Trainer:
