@@ -19,6 +19,18 @@ FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of t
 FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
 
 
+def check_working_folder() -> None:
+    """Hydra records the folder a command runs in (hydra.runtime.cwd) in its config, which reads '${' there as an
+    interpolation: one it cannot parse fails inside Hydra, one it can would be resolved."""
+    working = os.getcwd()
+    if "${" in working:
+        raise UserError(
+            working,
+            "Hydra reads '${' in the path of the folder a train command runs in as an interpolation of its config; "
+            "run it from a folder whose path has no '${'",
+        )
+
+
 def resolved_folder_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, str]:
     """The record folder settings the overrides give, their interpolations resolved as for a job numbered 0 (one
     that cannot be resolved would fail inside Hydra as a traceback, a sweep's only after its jobs ran)."""
@@ -95,12 +107,6 @@ def _new_folder(parent: Path, key: str) -> Path:
     """parent/<date>/<time>, or <time>-2, -3, ... when a command of the same second has it."""
     day, moment = time.strftime("%Y-%m-%d"), time.strftime("%H-%M-%S")
     folder = parent / day / moment
-    if "${" in str(parent):
-        raise UserError(
-            key,
-            f"{parent}: Hydra reads '${{' in the path of a run's record folder as an interpolation of its config; "
-            f"run from a folder whose path has no '${{', or set {key} to such a folder",
-        )
     _check_can_hold(folder, nearest_existing(folder), key)
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)

@@ -34,7 +34,12 @@ from sequifier.commands.launcher import (
     prepare_slurm_launcher,
     with_launcher_defaults,
 )
-from sequifier.commands.record_folder import resolved_folder_settings, run_folder_settings, sweep_folder
+from sequifier.commands.record_folder import (
+    check_working_folder,
+    resolved_folder_settings,
+    run_folder_settings,
+    sweep_folder,
+)
 from sequifier.commands.submitit_stop import requeued_after_stop
 from sequifier.commands.sweep import (
     HydraJob,
@@ -82,11 +87,14 @@ UNSUPPORTED_HYDRA_SETTINGS = {
     "hydra.mode": "-m (--multirun) runs a sweep, and without it a single run; each has its own record folder",
     "hydra.searchpath": "the presets come from sequifier's own search path; a config file's fragments "
     "(`additional_config_paths`) add settings of your own files",
+    "hydra.job.config.override_dirname": "sequifier names each sweep job's model and folder from its overrides "
+    "itself (<model_name>-<key>=<value>, every swept key), so that no job's artifacts replace another's",
 }
 
 
 def run(args: argparse.Namespace) -> int:
     PROFILE.begin_command(enabled=args.profile)
+    check_working_folder()
     overrides = parse_overrides(command_overrides(args))
     if any(
         o.split("=", 1)[0].lstrip("+") == "hydra.job.chdir" and o.split("=", 1)[1].lower() != "false"
@@ -110,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
             raise UserError(
                 override, f"{key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)"
             )
-        if key in UNSUPPORTED_HYDRA_SETTINGS:
-            raise UserError(key, f"is not supported: {UNSUPPORTED_HYDRA_SETTINGS[key]}")
+        setting = next((s for s in UNSUPPORTED_HYDRA_SETTINGS if key == s or key.startswith(s + ".")), None)
+        if setting is not None:
+            raise UserError(key, f"is not supported: {UNSUPPORTED_HYDRA_SETTINGS[setting]}")
     removed = next((o for o in overrides.all if _removes_the_launcher(o)), None)
     if removed is not None:
         raise UserError(

@@ -578,7 +578,8 @@ def run_hydra(
         f"hydra.sweep.dir={hydra_quoted(str(sweep_dir))}",
         "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(overrides.unswept_keys) + "]",
     ]
-    argv += [*settings, *overrides.all]
+    chosen_sweep_folder = [o for o in overrides.all if o.lstrip("+").split("=", 1)[0] == "hydra.sweep.dir"]
+    argv += [*settings, *(o for o in overrides.all if o not in chosen_sweep_folder)]  # `sweep_dir` has it resolved
     saved = sys.argv
     sys.argv = argv
     try:

@@ -9,6 +9,7 @@ next run of the same model, whichever kinds it writes. Once in place, a folder h
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
@@ -17,7 +18,7 @@ from sequifier.config.errors import UserError
 from sequifier.deferred_signals import signals_deferred
 from sequifier.infer.outputs import OUTPUT_KINDS
 
-PART_SUFFIXES = (".csv", ".parquet")
+PART_NAME = re.compile(r"part-[0-9]+\.(csv|parquet)")
 
 
 class StagedParts:
@@ -61,7 +62,7 @@ class StagedParts:
                 replace_durably(staged, final)
             for folder in folders:
                 for old in folder.glob("part-*.*"):
-                    if old.suffix in PART_SUFFIXES and old not in placed:
+                    if _is_part_file(old) and old not in placed:
                         old.unlink()
         return [final for _, final in self.parts]
 
@@ -69,6 +70,11 @@ class StagedParts:
         """Remove the staging folders and whatever is still in them."""
         for stage in self.stages.values():
             remove_path(stage)
+
+
+def _is_part_file(path: Path) -> bool:
+    """A part file a run writes (part-<digits>.<format>), not another file or folder of the user's."""
+    return bool(PART_NAME.fullmatch(path.name)) and not path.is_dir()
 
 
 def _refuse_what_is_in_the_way(folder: Path, outputs: Path) -> None:

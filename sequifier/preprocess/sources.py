@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
-from sequifier.preprocess.csv_lines import refused_line
+from sequifier.preprocess.csv_lines import refused_line, unclosed_quote_line
 from sequifier.preprocess.idmaps import text_spellings
 from sequifier.preprocess.progress import log
 
@@ -192,6 +192,13 @@ def _csv_schema(path: Path) -> tuple[pa.Schema, dict[str, str]]:
         )
     if head.startswith((b"\xff\xfe", b"\xfe\xff")) or b"\x00" in head[:4096]:
         raise UserError(str(path), "is UTF-16 or binary, not UTF-8 text; save the input as UTF-8 (or as parquet)")
+    unclosed = unclosed_quote_line(path)
+    if unclosed is not None:
+        raise UserError(
+            str(path),
+            f"the row that starts on line {unclosed} opens a quoted value that no quote closes, so it would take in "
+            'every line after it; close the value, or write a quote inside a value as two ("")',
+        )
     header = next(line for line in head.splitlines() if line.strip()).decode("utf-8", errors="replace").strip()
     if "," not in header:
         raise UserError(

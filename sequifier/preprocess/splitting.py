@@ -6,7 +6,9 @@ Methods: within_sequence (item ranges), between_sequence (whole sequences), valu
 from __future__ import annotations
 
 import hashlib
+import math
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, Optional
 
 import numpy as np
@@ -91,16 +93,34 @@ def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.Dat
             raise UserError("split_values", f"split_column {column!r} is numeric ({arrow_type}); give numbers")
         return tuple(float(v) for v in split_values)
     textual = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
-    numbers = [v for v in split_values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    numbers = [v for v in split_values if _is_number(v)]
     if textual and numbers:
         raise UserError(
             "split_values",
             f"split_column {column!r} holds text ({arrow_type}), so {numbers[0]!r} would compare as text "
             f"(where '10' < '9'); give text cutoffs, quoted (e.g. '{numbers[0]}') if that is what you mean",
         )
+    return tuple(_comparable(v, column, arrow_type) for v in split_values)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _comparable(value: Any, column: str, arrow_type: pa.DataType) -> pa.Scalar:
     try:
-        return tuple(pa.scalar(v).cast(arrow_type) for v in split_values)
+        if pa.types.is_decimal(arrow_type) and _is_number(value):
+            if not math.isfinite(value):
+                raise UserError("split_values", f"split_column {column!r} holds decimals, which are finite: {value}")
+            return pa.scalar(Decimal(str(value)))  # exact, at the number's own precision and scale
+        return pa.scalar(value).cast(arrow_type)
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        if pa.types.is_timestamp(arrow_type) and arrow_type.tz and "zone offset" in str(error):
+            raise UserError(
+                "split_values",
+                f"split_column {column!r} holds times of a time zone ({arrow_type}), so {value!r} needs its offset "
+                "from UTC: write it as '2020-01-04 00:00:00Z' or '2020-01-04 00:00:00+01:00'",
+            ) from None
         raise UserError(
             "split_values", f"cannot compare with split_column {column!r} of type {arrow_type} ({error})"
         ) from None

@@ -96,7 +96,9 @@ def make_project(folder: Path, demo: bool) -> None:
         raise UserError(str(folder), f"cannot be made: {blocking} is a file, not a folder")
     if "${" in str(target):
         raise UserError(
-            str(folder), "holds '${', which Hydra reads as an interpolation in the train command's record folder there"
+            str(folder),
+            f"its path {target} holds '${{', which Hydra reads as an interpolation in the train command's record "
+            "folder there; choose a folder whose path has none",
         )
     model_name = f"{target.name}-model"
     problem = model_name_problem(model_name)

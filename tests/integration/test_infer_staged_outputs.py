@@ -63,9 +63,13 @@ def test_a_run_of_fewer_parts_replaces_all_parts_of_the_earlier_run(project, mon
     many = infer(project, GENERATIVE)
     assert len(many) > 2
     monkeypatch.setattr(runner, "WINDOWS_PER_PART", 100_000)
-    (_folder(project) / "notes.txt").write_text("mine")
+    mine = ["notes.txt", "part-all-merged.csv", "part-7.parquet.bak", "part-archive.csv"]
+    for name in mine[:3]:
+        (_folder(project) / name).write_text("mine")
+    (_folder(project) / mine[3]).mkdir()
     assert infer(project, GENERATIVE) == [_folder(project) / "part-000.csv"]
-    assert sorted(p.name for p in _folder(project).iterdir()) == ["notes.txt", "part-000.csv"]
+    assert sorted(p.name for p in _folder(project).iterdir()) == sorted([*mine, "part-000.csv"])
+    assert (_folder(project) / "part-all-merged.csv").read_text() == "mine"
 
 
 def test_an_output_folder_that_is_a_file_is_a_clear_error_that_changes_nothing(project):

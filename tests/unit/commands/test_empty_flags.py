@@ -71,8 +71,27 @@ def test_an_argument_of_bytes_that_are_not_utf8_is_refused_before_anything_runs(
 def test_make_refuses_a_project_whose_path_holds_an_interpolation(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["make", "in${x}", "--demo"]) == 2
-    assert "in${x}: holds '${', which Hydra reads as an interpolation" in capsys.readouterr().err
+    assert f"in${{x}}: its path {tmp_path}/in${{x}} holds '${{', which Hydra reads" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+    inside = tmp_path / "p${y"
+    inside.mkdir()
+    monkeypatch.chdir(inside)
+    assert cli.main(["make", "demo", "--demo"]) == 2
+    assert f"demo: its path {inside}/demo holds '${{'" in capsys.readouterr().err
+    assert list(inside.iterdir()) == []
+
+
+@pytest.mark.parametrize("folder", ["p${x", "q${HOME}"])
+def test_train_refuses_to_run_in_a_folder_whose_path_holds_an_interpolation(folder, tmp_path, monkeypatch, capsys):
+    (tmp_path / folder).mkdir()
+    monkeypatch.chdir(tmp_path / folder)
+    assert cli.main(["train"]) == 2
+    error = capsys.readouterr().err
+    assert error.splitlines() == [
+        f"error: {tmp_path / folder}: Hydra reads '${{' in the path of the folder a train command runs in as an "
+        "interpolation of its config; run it from a folder whose path has no '${'"
+    ]
+    assert list((tmp_path / folder).iterdir()) == []
 
 
 def test_plot_says_a_folder_that_does_not_exist_does_not_exist(tmp_path, capsys):

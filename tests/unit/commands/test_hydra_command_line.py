@@ -59,7 +59,15 @@ def test_a_record_folder_interpolation_that_resolves_is_taken(project, capsys, m
     assert (project / "runs" / "one" / "result.json").is_file()
 
 
-@pytest.mark.parametrize("setting", ["hydra.mode=MULTIRUN", "hydra.searchpath=[file:///tmp]"])
+@pytest.mark.parametrize(
+    "setting",
+    [
+        "hydra.mode=MULTIRUN",
+        "hydra.searchpath=[file:///tmp]",
+        "hydra.job.config.override_dirname.exclude_keys=[seed]",  # would give sweep jobs one model name
+        "hydra.job.config.override_dirname.kv_sep=${oc.env:SEQUIFIER_ABSENT}",
+    ],
+)
 def test_hydra_settings_that_would_change_how_sequifier_runs_are_refused(setting, project, capsys):
     line = refused([setting, "--cfg", "job"], capsys)
     assert line.startswith(f"error: {setting.split('=')[0]}: is not supported: ")
@@ -105,6 +113,14 @@ def test_a_sweep_into_an_interpolated_folder_reports_its_jobs_there(project, cap
     folder = project / "runs" / f"sweep-{time.strftime('%Y')}"
     assert (folder / "seed=1" / "result.json").is_file() and (folder / "seed=2" / "result.json").is_file()
     assert f"sweep summary ({folder})" in capsys.readouterr().out
+
+
+def test_a_sweep_folder_named_by_the_time_is_resolved_once_for_its_jobs_and_its_summary(project, capsys):
+    sweep = ["-m", "seed=1,2", "training_plan.epochs=1", "--quiet"]
+    assert cli.main(["train", "hydra.sweep.dir=sweeps/${now:%H%M%S%f}", *sweep]) == 0  # microseconds differ
+    (folder,) = (project / "sweeps").iterdir()
+    assert (folder / "0" / "result.json").is_file() and (folder / "1" / "result.json").is_file()
+    assert (folder / "summary.txt").is_file() and f"sweep summary ({folder})" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

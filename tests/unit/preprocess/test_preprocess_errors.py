@@ -522,6 +522,14 @@ CASES = [
         "cannot read as csv at line 402 (CSV parse error: Expected 3 columns, got 4",
     ),
     (
+        "a csv value whose opening quote no quote closes",
+        CSV_INPUT | {"window_length": 2},
+        {CSV: 'sequenceId,itemPosition,event\n0,0,"a\nb"\n0,1,b\n0,2,"oops\n1,0,a\n1,1,b\n'},
+        None,
+        "{root}/" + CSV,
+        "the row that starts on line 5 opens a quoted value that no quote closes, so it would take in every line",
+    ),
+    (
         "a csv header repeated where two files were joined",
         CSV_INPUT | {"window_length": 2},
         {CSV: "sequenceId,itemPosition,event\n0,0,a\n0,1,b\nsequenceId,itemPosition,event\n1,0,a\n"},

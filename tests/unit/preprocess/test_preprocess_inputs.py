@@ -323,6 +323,17 @@ def test_csv_type_conflict_after_the_inferred_head_names_column_and_file(tmp_pat
     assert f"cannot read {tmp_path / 'data' / 'codes.csv'} at line 102:" in error.value.problem
 
 
+def test_csv_quotes_inside_unquoted_values_are_text_and_quoted_values_may_span_lines(tmp_path, monkeypatch):
+    """Quote characters odd in number, every quoted value closed: the file is read as written."""
+    (tmp_path / "data").mkdir()
+    text = 'sequenceId,itemPosition,code\n0,0,5"\n0,1,"a\nb"\n0,2,"say ""hi"""\n0,3,x\n'
+    (tmp_path / "data" / "codes.csv").write_text(text)
+    metadata = preprocess(
+        tmp_path, monkeypatch, "data/codes.csv", selected_columns=["code"], window_length=2, split_ratios=[1.0]
+    )
+    assert set(metadata["id_maps"]["code"]) == {"[unknown]", "[other]", '5"', "a\nb", 'say "hi"', "x"}
+
+
 @pytest.mark.parametrize("declared", [True, False])
 def test_an_empty_csv_field_is_a_missing_value_like_a_parquet_null(tmp_path, monkeypatch, declared: bool):
     kinds = ["a", None, "b", "a", None, "b", "c", "a"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -191,22 +193,27 @@ def cutoff_table() -> pa.Table:
     )
 
 
-def test_value_cutoff_lower_bound_inclusive(tmp_path, monkeypatch):
-    data = tmp_path / "days.parquet"
-    pq.write_table(cutoff_table(), data)
+def split_by_day(root, monkeypatch, table: pa.Table, cutoffs: list) -> tuple[dict, list]:
+    """Preprocess `table` split at `cutoffs` of its day column into three splits: (metadata, split windows)."""
+    data = root / "days.parquet"
+    pq.write_table(table, data)
     metadata = preprocess(
-        tmp_path / "project",
+        root / "project",
         monkeypatch,
         data_file=data,
         selected_columns=["event"],
         split_method="value_cutoff",
         split_column="day",
-        split_values=[4, 10],
+        split_values=cutoffs,
         window_length=3,
         split_ratios=[0.6, 0.2, 0.2],
     )
+    return metadata, split_windows(root / "project", metadata)
+
+
+def test_value_cutoff_lower_bound_inclusive(tmp_path, monkeypatch):
+    metadata, splits = split_by_day(tmp_path, monkeypatch, cutoff_table(), [4, 10])
     assert metadata["split_column"] == "day" and metadata["split_values"] == [4, 10]
-    splits = split_windows(tmp_path / "project", metadata)
     # split 0: day < 4; split 1: 4 <= day < 10; split 2: day >= 10 (positions = day - start day)
     bounds = [
         sorted(
@@ -217,6 +224,27 @@ def test_value_cutoff_lower_bound_inclusive(tmp_path, monkeypatch):
         for w in splits
     ]
     assert bounds == [[(1, 0, 4)], [(1, 4, 10), (2, 0, 5)], [(2, 5, 10)]]
+
+
+@pytest.mark.parametrize("cutoffs", [[4, 10], [3.95, 9.5], ["4", "9.5"]])
+def test_value_cutoffs_on_a_decimal_column_compare_as_numbers(cutoffs, tmp_path, monkeypatch):
+    table = cutoff_table()
+    day = pa.array([Decimal(value) for value in table.column("day").to_pylist()], pa.decimal128(5, 1))
+    table = table.set_column(table.schema.get_field_index("day"), "day", day)
+    _, splits = split_by_day(tmp_path, monkeypatch, table, cutoffs)
+    starts = [sorted(set(zip(w.sequence_ids.tolist(), w.split_start_item_positions.tolist()))) for w in splits]
+    assert starts == [[(1, 0)], [(1, 4), (2, 0)], [(2, 5)]]
+
+
+def test_cutoffs_on_times_of_a_time_zone_need_an_offset():
+    zoned = pa.timestamp("us", tz="UTC")
+    assert cutoff_values(("2020-01-04 00:00:00+01:00",), "at", zoned)[0].as_py().hour == 23
+    with pytest.raises(
+        UserError, match="so '2020-01-04' needs its offset from UTC: write it as '2020-01-04 00:00:00Z'"
+    ):
+        cutoff_values(("2020-01-04",), "at", zoned)
+    with pytest.raises(UserError, match="holds decimals, which are finite: inf"):
+        cutoff_values((float("inf"),), "day", pa.decimal128(5, 1))
 
 
 def test_value_cutoff_on_a_column_that_is_not_selected_and_unordered(tmp_path, monkeypatch):
