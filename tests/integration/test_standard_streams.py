@@ -52,7 +52,7 @@ def test_a_working_folder_whose_path_holds_an_interpolation_is_refused_before_hy
     write_yaml(project / "configs" / "train.yaml", tiny_train_config())
     result = run_sequifier(["train"], project)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith("error: hydra.run.dir: ") and "Traceback" not in result.stderr
+    assert result.stderr.startswith(f"error: {project}: Hydra reads '${{'") and "Traceback" not in result.stderr
     assert "'${'" in result.stderr and not (project / "models").exists()
 
 

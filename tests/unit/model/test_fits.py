@@ -103,18 +103,19 @@ def test_only_categorical_targets_have_logits_and_the_largest_interface_counts(r
 
 
 def test_the_logits_counted_are_no_fewer_than_a_real_cpu_pass_holds(tmp_path):
-    """Peak RSS of a fresh process over one pass of a 200,000-class decoder, against the count's share of it."""
+    """Peak RSS of a fresh process over one pass of a 200,000-class decoder above its resident set before the pass,
+    against the count's share of it."""
     script = tmp_path / "pass.py"
     script.write_text(
         "import resource, torch\n"
         "import torch.nn.functional as F\n"
         "decoder, tokens = torch.nn.Linear(16, 200_000), 512\n"
         "features, targets = torch.randn(tokens, 16, requires_grad=True), torch.randint(0, 200_000, (tokens,))\n"
-        "before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss\n"
+        "before = int(open('/proc/self/statm').read().split()[1]) * resource.getpagesize() // 1024\n"
         "F.cross_entropy(decoder(features), targets, reduction='none').mean().backward()\n"
         "print((resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024)\n"
     )
     held = int(subprocess.run([sys.executable, str(script)], capture_output=True, text=True, check=True).stdout)
     per_copy = 200_000 * 512 * fits.FLOAT32_BYTES
-    assert held > 2 * per_copy  # the pass really holds several copies
+    assert held > per_copy  # the pass really holds its logits
     assert fits.LOGIT_COPIES * per_copy >= held
