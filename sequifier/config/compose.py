@@ -578,8 +578,8 @@ def run_hydra(
         f"hydra.sweep.dir={hydra_quoted(str(sweep_dir))}",
         "hydra.job.config.override_dirname.exclude_keys=[" + ",".join(overrides.unswept_keys) + "]",
     ]
-    chosen_sweep_folder = [o for o in overrides.all if o.lstrip("+").split("=", 1)[0] == "hydra.sweep.dir"]
-    argv += [*settings, *(o for o in overrides.all if o not in chosen_sweep_folder)]  # `sweep_dir` has it resolved
+    unresolved_sweep_folder = lambda o: o.lstrip("+").split("=", 1)[0] == "hydra.sweep.dir"  # `sweep_dir` resolved it
+    argv += [*settings, *(o for o in overrides.all if not unresolved_sweep_folder(o))]
     saved = sys.argv
     sys.argv = argv
     try:
