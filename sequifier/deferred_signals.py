@@ -1,5 +1,5 @@
-"""Steps that must not be cut by Ctrl-C or SIGTERM (swapping outputs in, stopping workers): the signal waits
-until the step is done and then acts as it would have."""
+"""The signals that stop a command, and steps that must not be cut by them (swapping outputs in, stopping
+workers): the signal waits until the step is done and then acts as it would have."""
 
 from __future__ import annotations
 
@@ -8,17 +8,24 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-STOPPING = (signal.SIGINT, signal.SIGTERM)
+
+def stopping_signals() -> tuple[signal.Signals, ...]:
+    """Ctrl-C, SIGTERM and a closed terminal's SIGHUP, which acts as SIGTERM does, unless the command was started
+    with SIGHUP ignored (`nohup`): it stays ignored."""
+    hangup = () if signal.getsignal(signal.SIGHUP) is signal.SIG_IGN else (signal.SIGHUP,)
+    return (signal.SIGINT, signal.SIGTERM, *hangup)
 
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """While active, SIGINT and SIGTERM are held back; the first one that arrived is raised again at the end."""
+    """While active, the stopping signals are held back; the first one that arrived is raised again at the end."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
     arrived: list[int] = []
-    previous = {signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in STOPPING}
+    previous = {
+        signum: signal.signal(signum, lambda signum, frame: arrived.append(signum)) for signum in stopping_signals()
+    }
     try:
         yield
     finally:

@@ -3,36 +3,44 @@
 With torch loaded, a normal exit spends about a second freeing every module and running the C++ libraries'
 static destructors; nothing of that reaches a file. Before leaving, threading's exit hooks run and non-daemon
 threads are joined, then the atexit handlers run (logging flushes its handlers there) and stdout and stderr
-are flushed, as a normal exit would. Ctrl-C (SIGINT) or SIGTERM that reaches the top (no part of the command
-handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and ends
-the process with one line and code 130 / 143, as a shell reports them; any other exception that escapes the
-command still takes the normal way out, with its traceback.
+are flushed, as a normal exit would. Ctrl-C (SIGINT), SIGTERM or SIGHUP that reaches the top (no part of the
+command handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and
+ends the process with one line and code 130 / 143 / 129, as a shell reports them; a MemoryError that reaches the
+top is one line and code 1; any other exception that escapes the command still takes the normal way out, with its
+traceback.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
+import resource
 import signal
 import sys
 import threading
 from typing import Callable, NoReturn
 
-INTERRUPTED = 128 + signal.SIGINT  # the statuses a shell gives a process that SIGINT / SIGTERM ended
-TERMINATED = 128 + signal.SIGTERM
+from sequifier.deferred_signals import stopping_signals
+
+INTERRUPTED = 128 + signal.SIGINT  # the status a shell gives a process that SIGINT ended
 
 
 class Terminated(BaseException):
-    """SIGTERM arrived while the command had no handler of its own for it."""
+    """SIGTERM (or SIGHUP) arrived while the command had no handler of its own for it."""
+
+    def __init__(self, number: int = signal.SIGTERM) -> None:
+        super().__init__(number)
+        self.number = number
 
 
 def _raise_terminated(number: int, frame: object) -> None:
-    raise Terminated
+    raise Terminated(number)
 
 
 def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
-        signal.signal(signal.SIGTERM, _raise_terminated)
+    for number in stopping_signals():
+        if signal.getsignal(number) is signal.SIG_DFL:  # Python's own handler already turns SIGINT into Ctrl-C
+            signal.signal(number, _raise_terminated)
     try:
         status = main()
     except SystemExit as stop:
@@ -40,10 +48,20 @@ def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
     except KeyboardInterrupt:
         print("stopped by Ctrl-C (SIGINT)", file=sys.stderr)
         status = INTERRUPTED
-    except Terminated:
-        print("stopped by SIGTERM", file=sys.stderr)
-        status = TERMINATED
+    except Terminated as ended:
+        print(f"stopped by {signal.Signals(ended.number).name}", file=sys.stderr)
+        status = 128 + ended.number
+    except MemoryError:
+        print(f"error: out of memory: an allocation failed{_memory_limit()}", file=sys.stderr)
+        status = 1
     leave(status)
+
+
+def _memory_limit() -> str:
+    limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if limit == resource.RLIM_INFINITY:
+        return " (the machine's memory is used up)"
+    return f" under this process's address-space limit of {limit / 2**30:.2f} GiB (`ulimit -v`); raise or lift it"
 
 
 def leave(status: object) -> NoReturn:

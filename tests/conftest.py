@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,6 +49,14 @@ TINY_TRAIN = {
     "training_plan": {"epochs": 1},
     "evaluation": True,
 }
+
+
+@pytest.fixture
+def hangup_as(request):
+    """SIGHUP's disposition while the test runs (this process may have been started under `nohup`)."""
+    before = signal.signal(signal.SIGHUP, request.param)
+    yield
+    signal.signal(signal.SIGHUP, before)
 
 
 @pytest.fixture

@@ -32,26 +32,29 @@ def check_working_folder() -> None:
 
 
 def resolved_folder_settings(entry: TrainEntry, overrides: list[str]) -> dict[str, str]:
-    """The record folder settings the overrides give, their interpolations resolved as for a job numbered 0 (one
-    that cannot be resolved would fail inside Hydra as a traceback, a sweep's only after its jobs ran)."""
+    """The record folder settings the overrides give, their interpolations resolved as for a job numbered 0. Every
+    interpolation in a `hydra.*` override is resolved so: one that cannot be would fail inside Hydra as a
+    traceback, a sweep's only after its jobs ran."""
     from omegaconf import OmegaConf, open_dict
     from omegaconf.errors import OmegaConfBaseException
 
-    chosen = {key: last_value(overrides, key) for key in FOLDER_KEYS}
+    keys = dict.fromkeys(
+        [*FOLDER_KEYS, *(o.lstrip("+").split("=", 1)[0] for o in overrides if o.startswith(("hydra.", "+hydra.")))]
+    )
+    chosen = {key: last_value(overrides, key) for key in keys}
     resolved = {key: value for key, value in chosen.items() if value is not None}
     interpolated = [key for key, value in resolved.items() if "${" in value]
-    if not interpolated:
-        return resolved
-    composed = hydra_config(entry, overrides)
-    with open_dict(composed):
-        composed.hydra.job.num, composed.hydra.job.id = 0, "0"
+    if interpolated:
+        composed = hydra_config(entry, overrides)
+        with open_dict(composed):
+            composed.hydra.job.num, composed.hydra.job.id = 0, "0"
     for key in interpolated:
         try:
             resolved[key] = str(OmegaConf.select(composed, key, throw_on_missing=True))
         except OmegaConfBaseException as error:
             problem = " ".join(str(error).split("\n")[0].split())
             raise UserError(key, f"cannot resolve the interpolation in {chosen[key]}: {problem}") from None
-    return resolved
+    return {key: value for key, value in resolved.items() if key in FOLDER_KEYS}
 
 
 def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:

@@ -56,8 +56,9 @@ def current_job() -> HydraJob:
 
 def swept_values(task_overrides: tuple[str, ...], excluded: set[str]) -> tuple[tuple[str, str], ...]:
     """(key, value) of the job's overrides that are not `excluded` (the sweep leaves out the keys it does not
-    sweep), in Hydra's override_dirname order; a quoted string value without its quotes, other values as written.
-    Parsed with Hydra's grammar: a value may hold the commas and '=' that override_dirname joins items with."""
+    sweep), in Hydra's override_dirname order; a string value as it reads (without quotes or escapes), other values
+    as written. Parsed with Hydra's grammar: a value may hold the commas and '=' that override_dirname joins items
+    with."""
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     pairs = []
@@ -66,7 +67,7 @@ def swept_values(task_overrides: tuple[str, ...], excluded: set[str]) -> tuple[t
             continue
         text = override.input_line.split("=", 1)[1] if "=" in override.input_line else ""
         value = override.value()
-        if isinstance(value, str) and len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        if isinstance(value, str):  # unquoted and unescaped (Hydra's sweeper writes a:b as a\:b)
             text = value
         pairs.append((override.key_or_group, text))
     return tuple(pairs)

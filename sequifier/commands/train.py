@@ -27,6 +27,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf
 
+from sequifier.commands.hydra_fields import check_hydra_field
 from sequifier.commands.launcher import (
     SubmissionRefused,
     check_launcher_keys,
@@ -77,8 +78,8 @@ from sequifier.training.summary import run_summary
 logger = logging.getLogger("sequifier")
 PREPARED: dict[tuple[str, ...], RunSpec] = {}  # the jobs' RunSpecs, by their override lists
 WRITTEN_BEFORE_IS_KEPT = (
-    "what the run wrote before is kept: once the file can be written, `sequifier train "
-    "global_training.resume.policy=if_exists` resumes from the latest checkpoint"
+    "what the run wrote before is kept: once the file can be written, the same command with "
+    "global_training.resume.policy=if_exists added resumes from the latest checkpoint"
 )
 
 
@@ -121,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         setting = next((s for s in UNSUPPORTED_HYDRA_SETTINGS if key == s or key.startswith(s + ".")), None)
         if setting is not None:
             raise UserError(key, f"is not supported: {UNSUPPORTED_HYDRA_SETTINGS[setting]}")
+        check_hydra_field(override)
     removed = next((o for o in overrides.all if _removes_the_launcher(o)), None)
     if removed is not None:
         raise UserError(
@@ -152,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     _refuse_repeated_jobs(overrides.combinations, configs)
     if multirun:
         _refuse_job_names_that_cannot_name_files(overrides, configs)
-    for warning in config_warnings(configs[0]):
+    for warning in config_warnings(configs[0]) if this_rank() == 0 else ():  # other torchrun ranks would repeat them
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
         first = configs[0]
@@ -175,7 +177,9 @@ def run(args: argparse.Namespace) -> int:
     except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
         if not multirun or not ended.code:
             raise
-        report_sweep(sweep_dir)
+        summarized = report_sweep(sweep_dir)
+        if summarized in (1, 2):  # a job that failed outweighs one that stopped
+            return summarized
         return ended.code if isinstance(ended.code, int) else 1
     return report_sweep(sweep_dir) if multirun else 0
 
@@ -323,7 +327,7 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
         if not job.multirun:
             print(error_lines(problem), file=sys.stderr)
             raise SystemExit(problem.exit_code) from None
-        result.update(status="failed", error=str(problem), user_error=True)
+        result.update(status="failed", error=str(problem), user_error=problem.exit_code == UserError.exit_code)
     except Exception as error:
         if not job.multirun:
             raise

@@ -76,8 +76,19 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         key, equals, value = override.partition("=")
         if not key.lstrip("+~"):
             raise UserError(override, "an override names its field or preset group before '=': key=value")
+        if not equals and ":" in key and not key.startswith("~"):
+            field, _, value = key.partition(":")
+            raise UserError(override, f"an override sets a value with '=', not ':': {field}={value.strip()}")
         if not equals and not key.startswith("~"):
             raise UserError(override, f"an override sets a value: {key}=<value> (~{key} removes a field)")
+        path = key.lstrip("+~")
+        if path.startswith(".") or path.endswith(".") or ".." in path:
+            named = ".".join(name for name in path.split(".") if name)
+            raise UserError(
+                override,
+                f"a key is a path of field names joined by single dots (global_training.batch_size): "
+                f"{key[: len(key) - len(path)]}{named}{equals}{value}",
+            )
         if value.startswith("="):
             raise UserError(override, f"holds '=='; an override is written {key}=<value>")
     overrides = [_null_field_deletion(dotted_indices(o)) for o in overrides]
@@ -375,6 +386,16 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             chosen[-1] if chosen else f"+{key}",
             f"{key} is in the config already, and + adds a field that is not; set it: {key}={value}",
         )
+    chosen_twice = re.match(r"Multiple values for ([^ ]+)\. To override a value use", message)
+    if chosen_twice:
+        group = chosen_twice.group(1)
+        added = [o for o in overrides if o.startswith("+") and o.lstrip("+").split("=", 1)[0] == group]
+        if added:
+            return UserError(
+                added[-1],
+                f"the config chooses a preset of {group} already, and + adds a choice it lacks; choose another "
+                f"without +: {added[-1].lstrip('+')}",
+            )
     absent = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if absent:
         key = absent.group(1)

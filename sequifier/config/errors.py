@@ -28,6 +28,13 @@ class UserError(Exception):
         return type(self), (self.where, self.problem)
 
 
+class OutsideFailure(UserError):
+    """A failure that no input caused, such as a process killed from outside (the OOM killer, `kill -9`): shown
+    as one line like a UserError, with exit code 1, and not counted as the user's mistake in a sweep's summary."""
+
+    exit_code = 1
+
+
 def error_lines(error: UserError) -> str:
     """What the user sees: `error: <where>: <problem>`, one line per problem of a report of several."""
     return "\n".join(f"error: {problem}" for problem in getattr(error, "problems", [error]))

@@ -8,7 +8,7 @@ from typing import Any
 
 import yaml
 from omegaconf import DictConfig, OmegaConf
-from omegaconf.errors import OmegaConfBaseException
+from omegaconf.errors import GrammarParseError, OmegaConfBaseException
 
 from sequifier.config.errors import UserError
 
@@ -99,6 +99,13 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
         raise UserError(str(path), _yaml_syntax_problem(error)) from None
     except OSError:  # OmegaConf's answer to a top-level scalar
         data = None
+    except GrammarParseError as error:
+        key = getattr(error, "full_key", None)
+        raise UserError(
+            f"{path}: {key}" if key else str(path),
+            f"holds an interpolation that cannot be parsed ({str(error).splitlines()[0]}); an interpolation is "
+            "written ${path.to.field}, and a '${' meant as text is written \\${",
+        ) from None
     except OmegaConfBaseException as error:
         raise UserError(str(path), "is not valid YAML: " + " ".join(str(error).split())) from None
     if not isinstance(data, DictConfig):

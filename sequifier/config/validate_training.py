@@ -169,8 +169,27 @@ def config_warnings(config: TrainConfig) -> list[str]:
         warnings.append(
             "global_training.resume.checkpoint_path: is not read, since global_training.resume.policy is never"
         )
-    warnings += _idle_export_settings(config)
+    warnings += _idle_export_settings(config) + _idle_fsdp_settings(training)
     return warnings + _idle_selection_settings(config) + _unused_datasets(config) + _unused_interfaces(config)
+
+
+def _idle_fsdp_settings(training) -> list[str]:
+    """FSDP settings of a run that does not use FSDP."""
+    fsdp = training.distributed and training.data_parallelism == "fsdp"
+    idle = []
+    if training.layer_autocast and not fsdp:
+        idle.append(
+            "global_training.layer_autocast has no effect here: it sets FSDP's mixed-precision compute dtype "
+            "(bfloat16) and this run does not use FSDP; global_training.autocast enables mixed precision"
+        )
+    if training.data_parallelism == "fsdp" and not training.distributed:
+        idle.append(
+            "global_training.data_parallelism fsdp has no effect here: this run is one process "
+            "(global_training.distributed is false); set distributed: true to shard the model across processes"
+        )
+    if training.fsdp_cpu_offload and not fsdp:
+        idle.append("global_training.fsdp_cpu_offload has no effect here: this run does not use FSDP")
+    return idle
 
 
 def _idle_export_settings(config: TrainConfig) -> list[str]:

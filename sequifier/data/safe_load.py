@@ -37,6 +37,10 @@ def load_weights_only(path: Path, what: str) -> Any:
             str(path), f"not a readable {what}: unpickling with weights_only=True failed ({_finding(error)})"
         ) from None
     except Exception as error:  # a damaged zip or pickle raises many kinds of errors
+        if not zipfile.is_zipfile(path):  # torch's loader of its legacy format then names a byte it did not expect
+            raise UserError(
+                str(path), f"not a readable {what}: not a PyTorch file (no zip archive as torch.save writes)"
+            ) from None
         said = " ".join(str(error).split())[:200] or type(error).__name__
         raise UserError(str(path), f"not a readable {what} ({said})") from None
 

@@ -27,10 +27,12 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from sequifier.config.errors import UserError, file_system_error
+from sequifier.config.errors import OutsideFailure, UserError, file_system_error
 from sequifier.config.resolve import RunSpec
+from sequifier.deferred_signals import stopping_signals
 from sequifier.distributed.environment import TORCHRUN_VARIABLES
 from sequifier.distributed.ranks import Ranks
+from sequifier.distributed.rendezvous import check_address_set, join_group
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
 from sequifier.fast_exit import Terminated, leave
@@ -43,7 +45,7 @@ logger = logging.getLogger("sequifier")
 # A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
 COLLECTIVE_TIMEOUT = timedelta(minutes=30)
 FORWARD_EVERY_S = 1.0
-HELD_WHILE_STARTING = {signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, FORWARDED}
+HELD_WHILE_STARTING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, FORWARDED}
 
 
 def launch(spec: RunSpec) -> TrainResult:
@@ -69,6 +71,7 @@ def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
 
 
 def _attached(spec: RunSpec) -> TrainResult:
+    check_address_set()
     if int(os.environ["RANK"]) != 0:
         logger.setLevel(logging.WARNING)  # rank 0 alone logs what every rank would repeat
     world_size = int(os.environ["WORLD_SIZE"])
@@ -79,7 +82,18 @@ def _attached(spec: RunSpec) -> TrainResult:
         spec = _with_world_size(spec, world_size)
     ranks = Ranks(int(os.environ["RANK"]), world_size, int(os.environ["LOCAL_RANK"]))
     local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
-    return _train_as(spec, ranks, local_world)
+    try:
+        return _train_as(spec, ranks, local_world)
+    except RuntimeError as error:
+        if not (isinstance(error, dist.DistError) or "/gloo/" in str(error)):
+            raise
+        said = " ".join(str(error).split())
+        raise OutsideFailure(
+            "global_training.distributed",
+            f"rank {ranks.rank} lost its connection to the other processes of the run: one of them ended or was killed "
+            f"({(said.partition('] ')[2] or said).split('. ')[0][:200]}); its own output says why, and "
+            "global_training.resume.policy=if_exists continues from the latest checkpoint",
+        ) from None
 
 
 def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
@@ -90,13 +104,8 @@ def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
         torch.cuda.set_device(ranks.local_rank)
         ranks = replace(ranks, collective_device=f"cuda:{ranks.local_rank}")
     torch.set_num_threads(training.num_threads or max(1, (os.cpu_count() or 1) // local_world))
-    dist.init_process_group(
-        training.backend,
-        rank=ranks.rank,
-        world_size=ranks.world_size,
-        timeout=COLLECTIVE_TIMEOUT,
-        device_id=torch.device(ranks.collective_device) if cuda else None,
-    )
+    device = torch.device(ranks.collective_device) if cuda else None
+    join_group(training.backend, ranks.rank, ranks.world_size, COLLECTIVE_TIMEOUT, device)
     try:
         result = train(spec, ranks)
         if not in_submitit_job():  # Submitit tasks end through Submitit, which may requeue them at any time
@@ -131,7 +140,7 @@ def _spawned(spec: RunSpec) -> TrainResult:
     except mp.ProcessExitedException as ended:
         _raise_reported(_drain(outcomes))
         stops.raise_if_stopped_at_once()
-        raise UserError(
+        raise OutsideFailure(
             "global_training.distributed", f"training process of rank {ended.error_index} {_how(ended)}"
         ) from None
     except mp.ProcessRaisedException as raised:
@@ -175,11 +184,11 @@ def _supervise(ranks: mp.ProcessContext, stops: _StopsForwarded) -> None:
 
 
 def _start_resource_tracker_deaf_to_user_signals() -> None:
-    """multiprocessing's resource tracker ignores SIGINT and SIGTERM only: SIGUSR1 or SIGUSR2 sent to the process
-    group (Slurm's --signal reaches every process of a step) would kill it and print its tracebacks. Dispositions
-    set to ignore are inherited by the processes it starts; a stop signal in this moment, before any rank exists,
-    is lost."""
-    user_signals = (signal.SIGUSR1, signal.SIGUSR2)
+    """multiprocessing's resource tracker ignores SIGINT and SIGTERM only: SIGUSR1, SIGUSR2 or SIGHUP sent to the
+    process group (Slurm's --signal reaches every process of a step, a closed terminal every process of its session)
+    would kill it and print its tracebacks. Dispositions set to ignore are inherited by the processes it starts; a
+    stop signal in this moment, before any rank exists, is lost."""
+    user_signals = (signal.SIGUSR1, signal.SIGUSR2, signal.SIGHUP)
     previous = {number: signal.signal(number, signal.SIG_IGN) for number in user_signals}
     try:
         resource_tracker.ensure_running()
@@ -198,13 +207,11 @@ def _remove_error_files(ranks: mp.ProcessContext) -> None:
 class _StopsForwarded:
     """While the spawned ranks run, a stop signal to this process reaches them as their graceful stop.
 
-    The first SIGINT, SIGTERM, SIGUSR1 or FORWARDED (SIGUSR2) is forwarded as FORWARDED, which a rank that got the
-    signal too ignores; a second one but FORWARDED as SIGKILL, which stops the ranks at once (a starting rank ignores
-    the others). Signals that arrive before the ranks exist are forwarded once they do (`watch`). Inside a Submitit
-    job Submitit handles them.
+    The first stopping signal (deferred_signals.py), SIGUSR1 or FORWARDED (SIGUSR2) is forwarded as FORWARDED,
+    which a rank that got the signal too ignores; a second one but FORWARDED as SIGKILL, which stops the ranks at
+    once (a starting rank ignores the others). Signals that arrive before the ranks exist are forwarded once they do
+    (`watch`). Inside a Submitit job Submitit handles them.
     """
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGUSR1, FORWARDED)
 
     def __init__(self) -> None:
         self.processes: list = []
@@ -219,7 +226,8 @@ class _StopsForwarded:
 
     def __enter__(self) -> "_StopsForwarded":
         if not in_submitit_job():
-            self._previous = {number: signal.signal(number, self._forward) for number in self.SIGNALS}
+            forwarded = (*stopping_signals(), signal.SIGUSR1, FORWARDED)
+            self._previous = {number: signal.signal(number, self._forward) for number in forwarded}
         return self
 
     def _forward(self, number: int, frame: object) -> None:
@@ -231,9 +239,9 @@ class _StopsForwarded:
         self._send(FORWARDED if self.received == 1 else signal.SIGKILL)
 
     def raise_if_stopped_at_once(self) -> None:
-        """After a second signal ended the ranks: this process ends as that signal ends a command (130 / 143)."""
+        """After a second signal ended the ranks: this process ends as that signal ends a command (130 / 143 / 129)."""
         if self.received >= 2:
-            raise KeyboardInterrupt if self.last == signal.SIGINT else Terminated
+            raise KeyboardInterrupt if self.last == signal.SIGINT else Terminated(self.last)
 
     def repeat(self) -> None:
         """Forward a stop again, for ranks that were still starting (they ignore FORWARDED until they train)."""

@@ -17,6 +17,7 @@ import signal
 import time
 
 from sequifier.config.errors import UserError
+from sequifier.deferred_signals import stopping_signals
 
 logger = logging.getLogger("sequifier")
 REQUEUE_WAIT_S = 120.0  # Slurm ends the requeued job's tasks within seconds (KillWait)
@@ -37,7 +38,7 @@ def stop_signals() -> tuple[signal.Signals, ...]:
     """The signals that stop a run gracefully in this process."""
     if in_submitit_job():
         return tuple(dict.fromkeys((requeue_signal(), signal.SIGUSR1)))
-    return (signal.SIGTERM, signal.SIGUSR1, signal.SIGINT)
+    return (*stopping_signals(), signal.SIGUSR1)
 
 
 def join_job_tasks(distributed: bool) -> None:

@@ -58,7 +58,7 @@ def _written_or_refused(path: Path) -> Iterator[None]:
         raise UserError(
             str(path),
             f"cannot write the exported model ({os_problem(error)}); the checkpoints are kept: once it can be "
-            "written, `sequifier train global_training.resume.policy=if_exists` exports the models",
+            "written, the same command with global_training.resume.policy=if_exists added exports the models",
         ) from None
 
 

@@ -239,10 +239,15 @@ def infer_model(
                 windows_done.block_done(start + len(part))
         except OSError as error:
             raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
-        try:
-            written = staged.place()
-        except OSError as error:
-            raise _output_error(error, outputs, model_file, "some parts of this run may be in place") from None
+        with staged.placing_alone():
+            try:
+                staged.check_placeable()
+            except OSError as error:
+                raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
+            try:
+                written = staged.place()
+            except OSError as error:
+                raise _output_error(error, outputs, model_file, "some parts of this run may be in place") from None
     finally:
         staged.discard()
     progress.close()
@@ -259,11 +264,15 @@ def infer_model(
 
 
 def _output_error(error: OSError, outputs: Path, model_file: Path, state: str) -> UserError:
-    """The error named by the file it concerns, unless that is a staged one (a hidden temp under outputs/)."""
-    where = Path(error.filename) if error.filename else outputs
-    if any(part.startswith(".") and part.endswith(".tmp") for part in where.parts):
-        where = outputs
+    """The error named by the file it concerns (of a move, the final one), unless that is a staged one (a hidden temp
+    under outputs/)."""
+    named = [Path(name) for name in (error.filename2, error.filename) if name]
+    where = next((path for path in named if not _is_staged(path)), outputs)
     return UserError(str(where), f"cannot write the outputs of {model_file.name} ({os_problem(error)}); {state}")
+
+
+def _is_staged(path: Path) -> bool:
+    return any(part.startswith(".") and part.endswith(".tmp") for part in path.parts)
 
 
 def run_inference(

@@ -3,14 +3,18 @@
 An error or an interruption while predicting leaves the previous outputs of every kind as they were; one while
 the parts are moved in waits until they all are. Staging
 folders are temps of the final folders (atomic.temp_path_for): one that a killed run left is removed by the
-next run of the same model, whichever kinds it writes. Once in place, a folder holds this run's part files only.
+next run of the same model, whichever kinds it writes. Once in place, a folder holds this run's part files only:
+runs that place parts at once take turns, so the last one's set is whole.
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import re
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from sequifier.atomic import remove_path, remove_stale_temps, replace_durably, temp_path_for
 from sequifier.config.entries import link_to_nothing
@@ -42,12 +46,26 @@ class StagedParts:
         self.parts.append((staged, self.outputs / kind / self.model / target / name))
         return staged
 
-    def place(self) -> list[Path]:
-        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths.
+    @contextmanager
+    def placing_alone(self) -> Iterator[None]:
+        """While active, no other infer run of this project places parts (an exclusive lock on outputs/, released
+        by the kernel however the process ends): two runs of one model would each remove the parts the other placed.
+        The wait lasts as long as another run's moves. Where the file system has no such locks, runs go unlocked."""
+        self.outputs.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(self.outputs, os.O_RDONLY)
+        try:
+            try:
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+            except OSError:
+                pass  # no locks here (flock as NFS emulates it may refuse)
+            yield
+        finally:
+            os.close(descriptor)
 
-        Anything in the way of a part file is refused before the first move, and Ctrl-C or SIGTERM wait until the
-        last one: a stop leaves this run's outputs whole, in place, and then ends the run as it would have.
-        """
+    def check_placeable(self) -> None:
+        """Refuse, before any part moves, what would stop the moves halfway: anything in the way of a part file or
+        of its folders (a UserError), and a folder that takes no new file (read-only, immutable: an OSError naming
+        the folder)."""
         for _, final in self.parts:
             if final.exists() and not final.is_file():
                 raise UserError(str(final), "is in the way of a part file of this run (not a file); move it away")
@@ -56,20 +74,37 @@ class StagedParts:
             _refuse_what_is_in_the_way(folder, self.outputs)
         for folder in folders:
             folder.mkdir(parents=True, exist_ok=True)
+            _check_takes_files(folder)
+
+    def place(self) -> list[Path]:
+        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths.
+
+        Ctrl-C, SIGTERM and SIGHUP wait until the last one: a stop leaves this run's outputs whole, in place, and
+        then ends the run as it would have.
+        """
         placed = {final for _, final in self.parts}
         with signals_deferred():
             for staged, final in self.parts:
                 replace_durably(staged, final)
-            for folder in folders:
+            for folder in {final.parent for _, final in self.parts}:
                 for old in folder.glob("part-*.*"):
                     if _is_part_file(old) and old not in placed:
-                        old.unlink()
+                        old.unlink(missing_ok=True)
         return [final for _, final in self.parts]
 
     def discard(self) -> None:
         """Remove the staging folders and whatever is still in them."""
         for stage in self.stages.values():
             remove_path(stage)
+
+
+def _check_takes_files(folder: Path) -> None:
+    probe = temp_path_for(folder / "part")
+    try:
+        probe.touch(exist_ok=False)
+        probe.unlink()
+    except OSError as refused:
+        raise OSError(refused.errno, refused.strerror, str(folder)) from None
 
 
 def _is_part_file(path: Path) -> bool:

@@ -38,7 +38,7 @@ from sequifier.preprocess.scan import DistinctValues, ScanResult, scan
 from sequifier.preprocess.signals import signals_as_exit
 from sequifier.preprocess.sources import InputSource, input_files, open_source
 from sequifier.preprocess.splitting import SplitPolicy, cutoff_values, sequence_splits
-from sequifier.preprocess.staging import SPLIT_OUTPUT_SUFFIX, Staging
+from sequifier.preprocess.staging import KEPT, SPLIT_OUTPUT_SUFFIX, Staging
 from sequifier.preprocess.statistics import constant_fit_warning, squeeze_warning, statistics_of
 from sequifier.preprocess.tasks import PositionGaps, SharedWork, WriteTask, fit_group, write_task
 from sequifier.progress import Progress
@@ -340,7 +340,10 @@ def run_preprocess(config: PreprocessConfig) -> Path:
         try:
             staging = Staging(output_folder(config), metadata_path(config).parent)
         except OSError as error:
-            raise UserError(str(output_folder(config)), f"cannot stage outputs there ({os_problem(error)})") from None
+            kept = KEPT if metadata_path(config).exists() else ""
+            raise UserError(
+                str(output_folder(config)), f"cannot stage outputs there ({os_problem(error)}){kept}"
+            ) from None
         try:
             path = _preprocess(config, staging, seed, reused)
         except UserError as error:

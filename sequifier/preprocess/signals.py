@@ -1,4 +1,4 @@
-"""Ctrl-C and SIGTERM during preprocess: both end the run with exit code 128 + signal (no traceback) after
+"""Ctrl-C, SIGTERM and SIGHUP during preprocess: each ends the run with exit code 128 + signal (no traceback) after
 the staged outputs are removed; steps that must not be cut hold them back (sequifier/deferred_signals.py).
 Workers ignore both: the parent stops them.
 """
@@ -10,14 +10,14 @@ import threading
 from contextlib import contextmanager
 from typing import Iterator
 
-from sequifier.deferred_signals import STOPPING
+from sequifier.deferred_signals import stopping_signals
 
 _requested: list[int] = []  # the stop signals signals_as_exit took, also those whose SystemExit Python then ignored
 
 
 @contextmanager
 def signals_as_exit() -> Iterator[None]:
-    """While active, SIGINT and SIGTERM raise SystemExit(128 + signal) in the main thread.
+    """While active, the stopping signals raise SystemExit(128 + signal) in the main thread.
 
     Where Python ignores that exception (a signal handled while a generator is finalized, or in a fork callback),
     `exit_if_stop_requested` raises it again at the next step that must not start after a stop.
@@ -31,7 +31,7 @@ def signals_as_exit() -> Iterator[None]:
         _requested.append(signum)
         raise SystemExit(128 + signum)
 
-    previous = {signum: signal.signal(signum, _exit) for signum in STOPPING}
+    previous = {signum: signal.signal(signum, _exit) for signum in stopping_signals()}
     try:
         yield
     finally:
@@ -46,5 +46,5 @@ def exit_if_stop_requested() -> None:
 
 
 def ignore_in_worker() -> None:
-    for signum in STOPPING:
+    for signum in stopping_signals():
         signal.signal(signum, signal.SIG_IGN)

@@ -212,16 +212,20 @@ class Staging:
         remove_stale_temps(output_folder / STAGING_NAME)
         self.created = _created_folders(output_folder)
         self.root = temp_path_for(output_folder / STAGING_NAME)
-        self.root.mkdir()
         self.spill = self.root / "spill"
         self.parts = self.root / "parts"
         self.outputs = self.root / "outputs"
-        self.outputs.mkdir()
         self.beside: list[Path] = []
         self.moves: list[Move] = []
         self.had_previous = False
         self.stuck: list[str] = []
-        self._record(committed=False)
+        try:
+            self.root.mkdir()
+            self.outputs.mkdir()
+            self._record(committed=False)
+        except BaseException:  # a full disk, or a stop: nothing of this run stays
+            self.remove()
+            raise
 
     def reserve_beside(self, target: Path) -> Path:
         """A staged file beside `target`, created now so that an unwritable folder fails before any work is done."""

@@ -19,7 +19,8 @@ from typing import Any
 import torch
 
 from sequifier.atomic import atomic_path
-from sequifier.config.errors import UserError
+from sequifier.config.compose import typed_override
+from sequifier.config.errors import UserError, file_system_error
 from sequifier.data.safe_load import load_weights_only
 
 FORMAT = "sequifier_checkpoint"
@@ -45,9 +46,21 @@ def write_checkpoint(directory: Path, name: str | None, state: dict[str, Any]) -
     with atomic_path(first) as temporary:
         _saved(payload, temporary)
     if name is not None:
-        with atomic_path(directory / LATEST) as temporary:
-            shutil.copyfile(first, temporary)
+        try:
+            with atomic_path(directory / LATEST) as temporary:
+                shutil.copyfile(first, temporary)
+        except OSError as error:
+            resume = f"global_training.resume.policy=required {checkpoint_path_override(first)}"
+            raise file_system_error(
+                error,
+                f"{first} was written; once {LATEST} can be written, `sequifier train {resume}` continues from it",
+            ) from None
     return first
+
+
+def checkpoint_path_override(path: Path) -> str:
+    """The override that resumes from `path`, as a shell takes it (a sweep job's `<model>-seed=1` needs quotes)."""
+    return typed_override("global_training.resume.checkpoint_path", str(path))
 
 
 def _saved(payload: dict[str, Any], path: Path) -> None:

@@ -139,23 +139,6 @@ def autocast_context(dtype: torch.dtype | None, device: torch.device) -> Context
     return torch.autocast(device.type, dtype=dtype)
 
 
-def warn_ineffective(training: GlobalTrainingConfig) -> None:
-    """FSDP settings of a run that does not use FSDP: say that they do nothing."""
-    fsdp = training.distributed and training.data_parallelism == "fsdp"
-    if training.layer_autocast and not fsdp:
-        logger.warning(
-            "global_training.layer_autocast has no effect here: it sets FSDP's mixed-precision compute dtype "
-            "(bfloat16) and this run does not use FSDP; global_training.autocast enables mixed precision"
-        )
-    if training.data_parallelism == "fsdp" and not training.distributed:
-        logger.warning(
-            "global_training.data_parallelism fsdp has no effect here: this run is one process "
-            "(global_training.distributed is false); set distributed: true to shard the model across processes"
-        )
-    if training.fsdp_cpu_offload and not fsdp:
-        logger.warning("global_training.fsdp_cpu_offload has no effect here: this run does not use FSDP")
-
-
 class LossScaler:
     """Dynamic loss scaling: the loss is multiplied by a scale that halves on overflow and doubles after
     `growth_interval` finite steps (torch.amp.GradScaler's policy and defaults).

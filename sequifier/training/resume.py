@@ -16,11 +16,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.compose import typed_override
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.resolve import RunSpec
 from sequifier.export.names import exported_names
-from sequifier.training.checkpoint import LATEST, checkpoint_dir, read_checkpoint
+from sequifier.training.checkpoint import LATEST, checkpoint_dir, checkpoint_path_override, read_checkpoint
 
 RESUMABLE_FIELDS = (
     "model_name",
@@ -121,11 +120,6 @@ def other_ways_on(spec: RunSpec, unreadable: Path) -> str:
     return f"; continue from the newest readable one with {checkpoint_path_override(shown)}, or {fresh}"
 
 
-def checkpoint_path_override(path: Path) -> str:
-    """The override that resumes from `path`, as a shell takes it (a sweep job's `<model>-seed=1` needs quotes)."""
-    return typed_override("global_training.resume.checkpoint_path", str(path))
-
-
 def _newest_readable(folder: Path, checkpoints: list[Path]) -> tuple[Path, dict[str, Any]] | None:
     latest = folder / LATEST
     snapshots = sorted((path for path in checkpoints if path != latest), key=lambda path: path.stat().st_mtime)
@@ -168,6 +162,7 @@ def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint
             continue
         before, now = saved["config"].get(path, _UNSET), current["config"].get(path, _UNSET)
         if before != now:
+            before, now = _value_at(saved["config"], path), _value_at(current["config"], path)
             raise UserError(
                 path,
                 f"is {_spelled(now)} but {checkpoint} was written with {_spelled(before)}; an exact resume needs "
@@ -192,6 +187,14 @@ def check_fingerprint(saved: dict[str, Any], current: dict[str, Any], checkpoint
 
 
 _UNSET = object()
+
+
+def _value_at(flat: dict[str, Any], path: str) -> Any:
+    """The value at `path` of a flattened config: a section (a mapping null on the other side) as its fields."""
+    if path in flat:
+        return flat[path]
+    fields = {key[len(path) + 1 :]: value for key, value in flat.items() if key.startswith(path + ".")}
+    return fields or _UNSET
 
 
 def _spelled(value: Any) -> str:

@@ -14,7 +14,7 @@ from torch import Tensor
 from sequifier.config.schema import GlobalTrainingConfig
 from sequifier.model.network import SequifierNetwork
 from sequifier.training.compile import compile_layers, compiled_forward
-from sequifier.training.precision import apply_layer_dtypes, autocast_context, autocast_dtype, warn_ineffective
+from sequifier.training.precision import apply_layer_dtypes, autocast_context, autocast_dtype
 
 logger = logging.getLogger("sequifier")
 
@@ -29,7 +29,6 @@ class TrainingRuntime:
     def __init__(self, network: SequifierNetwork, training: GlobalTrainingConfig, device: torch.device):
         self.training = training
         self.device = device
-        warn_ineffective(training)
         if training.layer_type_dtypes is not None:
             apply_layer_dtypes(network, training.layer_type_dtypes)
         self.autocast_dtype, self.precision_note = autocast_dtype(training, device, network.backbone.dim_model)

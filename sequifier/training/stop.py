@@ -1,4 +1,5 @@
-"""Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption), and on Ctrl-C.
+"""Graceful stop on SIGTERM or SIGUSR1 (what Slurm sends before a time limit or on preemption), on Ctrl-C, and on
+SIGHUP (a closed terminal) unless the command was started with it ignored (`nohup`).
 
 Inside a Submitit job the signals are Submitit's requeue signal and SIGUSR1 (distributed/submitit_task.py).
 
@@ -14,6 +15,7 @@ signals with it, which a rank that got the signal itself (Ctrl-C reaches the who
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
 import signal
 import sys
@@ -48,13 +50,17 @@ class GracefulStop:
         return self
 
     def _handle(self, number: int, frame: FrameType | None) -> None:
-        if number in self._forwarded:
+        forwarded = number in self._forwarded
+        if forwarded and multiprocessing.parent_process() is not None:  # a spawned rank: its parent forwarded a stop
             self.requested = self.requested or "a signal to the process that started the ranks"
             return
         name = signal.Signals(number).name
+        if self.requested is not None and forwarded:
+            return
         self.requested = self.requested or name
-        for other in self._signals:
-            signal.signal(other, signal.SIG_DFL)
+        if not forwarded:
+            for other in self._signals:
+                signal.signal(other, signal.SIG_DFL)
         if self.announce:  # os.write: a print here could re-enter a progress line's print to stderr
             doing = (
                 "training is complete; finishing the last validation and the export of its models"

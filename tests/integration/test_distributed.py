@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -18,6 +19,7 @@ from run_helpers import assert_onnx_matches_weights, project_with
 
 from sequifier.config.compose import canonical_config, compose_config
 from sequifier.config.resolve import resolve
+from sequifier.distributed.launch import free_port
 
 FULL_BATCH = 1024  # more views than the split holds: every epoch is one step over all of them
 
@@ -136,6 +138,52 @@ def test_torchrun_processes_of_a_run_that_is_not_distributed_are_refused(tmp_pat
     assert not (folder / "models").exists()
 
 
+def with_rank(rank: int, world_size: int, **address: str) -> dict[str, str]:
+    """The environment torchrun gives a rank, made by hand (`address`: MASTER_ADDR / MASTER_PORT, if any)."""
+    outside = {name: value for name, value in os.environ.items() if name not in ("MASTER_ADDR", "MASTER_PORT")}
+    return outside | {"RANK": str(rank), "WORLD_SIZE": str(world_size), "LOCAL_RANK": str(rank)} | address
+
+
+def test_a_hand_made_rank_environment_without_an_address_or_with_a_port_in_use_is_named(tmp_path: Path):
+    folder = project_with(tmp_path, "p", distributed(2))
+    train = [sys.executable, "-m", "sequifier", "train"]
+    unaddressed = subprocess.run(train, cwd=folder, capture_output=True, text=True, env=with_rank(0, 1), timeout=300)
+    assert unaddressed.returncode == 2 and "Traceback" not in unaddressed.stderr
+    assert "error: MASTER_ADDR and MASTER_PORT: are not set" in unaddressed.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        env = with_rank(0, 1, MASTER_ADDR="127.0.0.1", MASTER_PORT=port)
+        in_use = subprocess.run(train, cwd=folder, capture_output=True, text=True, env=env, timeout=300)
+    assert in_use.returncode == 2 and "Traceback" not in in_use.stderr, in_use.stderr[-3000:]
+    assert f"the group's store at 127.0.0.1:{port} cannot be used (address already in use)" in in_use.stderr
+    assert not (folder / "models").exists()
+
+
+def listening(port: int) -> bool:
+    """Whether a socket of this machine listens on TCP `port` (rank 0's store, once it waits for the others)."""
+    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    return any(row.split()[1].endswith(f":{port:04X}") and row.split()[3] == "0A" for row in rows)
+
+
+def test_rank_0_waiting_for_peers_that_never_come_stops_on_sigterm(tmp_path: Path):
+    folder = project_with(tmp_path, "p", distributed(2))
+    port = free_port()
+    env = with_rank(0, 2, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    waiting = subprocess.Popen(
+        [sys.executable, "-m", "sequifier", "train"], cwd=folder, stderr=subprocess.PIPE, text=True, env=env
+    )
+    deadline = time.monotonic() + 120
+    while not listening(port):
+        assert waiting.poll() is None and time.monotonic() < deadline, waiting.communicate()[1][-3000:]
+        time.sleep(0.05)
+    time.sleep(0.5)  # inside the wait for rank 1
+    waiting.terminate()
+    _, stderr = waiting.communicate(timeout=30)
+    assert waiting.returncode == 143 and stderr.rstrip().endswith("stopped by SIGTERM"), stderr[-3000:]
+
+
 def test_a_merged_file_nccl_on_the_cpu_and_more_ranks_than_windows_are_refused(tmp_path: Path):
     config = distributed(2)
     config["global_training"]["read_format"] = "parquet"
@@ -170,8 +218,9 @@ def wait_for(path: Path, job: subprocess.Popen, seconds: float = 120) -> None:
         time.sleep(0.05)
 
 
-def rank_processes(parent: int) -> list[int]:
-    """The spawned training processes of `parent` (its children that run multiprocessing's spawn_main)."""
+def rank_processes(parent: int, marker: str = "spawn_main") -> list[int]:
+    """The training processes of `parent`: its children whose command holds `marker` (spawned ranks run
+    multiprocessing's spawn_main; torchrun's run `-m sequifier`)."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -182,7 +231,7 @@ def rank_processes(parent: int) -> list[int]:
         except OSError:
             continue
         parent_line = next(line for line in status.splitlines() if line.startswith("PPid:"))
-        if int(parent_line.split()[1]) == parent and "spawn_main" in command:
+        if int(parent_line.split()[1]) == parent and marker in command:
             found.append(int(entry.name))
     return sorted(found)
 
@@ -206,9 +255,30 @@ def test_a_killed_rank_ends_the_job_at_once_naming_the_rank(tmp_path: Path):
     killed_at = time.monotonic()
     _, stderr = job.communicate(timeout=90)
     assert time.monotonic() - killed_at < 60
-    assert job.returncode != 0
+    assert job.returncode == 1  # nothing the user wrote failed: not the exit code of a refused input
     assert "rank 1 was killed by SIGKILL" in stderr and "Traceback" not in stderr.splitlines()[-1]
     assert "Terminating process" not in stderr  # the other rank is ended at once, not asked and waited for
+
+
+def test_under_torchrun_the_rank_that_survives_a_killed_peer_says_so_in_one_line(tmp_path: Path):
+    folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
+    torchrun = Path(sys.executable).with_name("torchrun")
+    job = subprocess.Popen(
+        [str(torchrun), "--standalone", "--nproc-per-node", "2", "-m", "sequifier", "train"],
+        cwd=folder,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
+    wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
+    os.kill(rank_processes(job.pid, "sequifier")[-1], signal.SIGKILL)
+    stdout, stderr = job.communicate(timeout=120)
+    assert job.returncode != 0
+    said = [line for line in (stdout + stderr).splitlines() if "rank 0 lost its connection" in line]
+    assert said and said[0].startswith("error: global_training.distributed: rank 0 lost its connection"), stderr[-3000:]
+    assert "Connection closed by peer" in said[0] and "GLHF" not in said[0]
+    assert "Error executing job" not in stderr and "RuntimeError" not in stderr
 
 
 @pytest.mark.parametrize(

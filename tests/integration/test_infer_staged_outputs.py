@@ -5,6 +5,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import subprocess
+import threading
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -130,6 +133,30 @@ def test_a_folder_in_the_way_of_a_part_is_named_before_anything_moves(project, m
     assert _hidden(project) == []
 
 
+@contextmanager
+def immutable(folder: Path):
+    """`folder` takes no new file and lets none go, for every user (chattr +i): what a read-only mount does to root."""
+    if subprocess.run(["chattr", "+i", str(folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not allowed here")
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(folder)], check=True)
+
+
+def test_a_folder_that_takes_no_file_is_named_before_any_kind_moves(project, monkeypatch):
+    infer(project, GENERATIVE, output_probabilities=True)
+    kinds = ("predictions", "probabilities")
+    before = {kind: _snapshot(_folder(project, kind)) for kind in kinds}
+    locked = next(path for path in _folder(project, "probabilities").iterdir() if path.is_dir())
+    with immutable(locked), pytest.raises(UserError) as caught:
+        infer(project, GENERATIVE, output_probabilities=True, write_format="parquet")
+    assert caught.value.where == str(locked)
+    assert "the previous outputs are unchanged" in caught.value.problem
+    assert {kind: _snapshot(_folder(project, kind)) for kind in kinds} == before
+    assert _hidden(project) == []
+
+
 @pytest.mark.parametrize("in_the_way", ["a link to nothing", "a file"])
 def test_a_kind_folder_in_the_way_is_named_before_anything_is_written(in_the_way, project, tmp_path):
     kind_folder = project / "outputs" / "predictions"
@@ -214,3 +241,28 @@ def test_a_shard_folder_is_read_a_part_at_a_time_and_a_bad_id_in_a_later_shard_l
     with pytest.raises(UserError, match=f"{shards} holds the id 99, outside the classes of {GENERATIVE}"):
         infer(project, GENERATIVE, data_path=shards)
     assert len(predicted) >= windows // 2 // 5 and _snapshot(_folder(project)) == before and _hidden(project) == []
+
+
+def test_two_runs_placing_parts_at_once_take_turns_and_the_last_set_is_whole(tmp_path):
+    outputs = tmp_path / "outputs"
+    first, second = staged_parts.StagedParts(outputs, "m"), staged_parts.StagedParts(outputs, "m")
+    for staged, format_ in ((first, "csv"), (second, "parquet")):
+        for number in range(2 if format_ == "csv" else 1):
+            staged.path("predictions", "", f"part-{number:03d}.{format_}").write_text(format_)
+    placed = threading.Event()
+
+    def place_second():
+        with second.placing_alone():
+            second.check_placeable()
+            second.place()
+        placed.set()
+
+    with first.placing_alone():
+        waiting = threading.Thread(target=place_second)
+        waiting.start()
+        assert not placed.wait(0.5)  # the second run waits while the first places its set
+        first.check_placeable()
+        first.place()
+    waiting.join(10)
+    assert placed.is_set()
+    assert sorted(path.name for path in (outputs / "predictions" / "m").iterdir()) == ["part-000.parquet"]

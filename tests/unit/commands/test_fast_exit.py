@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
@@ -35,10 +36,18 @@ run_and_leave(main)
 """
 
 
-def _run(tmp_path: Path, ending: str) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, ending: str, hangup=signal.SIG_DFL) -> subprocess.CompletedProcess:
+    """The script in a child that starts with SIGHUP as `hangup` says (ignored under `nohup`), whatever this
+    process was started with."""
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(SCRIPT).replace("{ending}", ending))
-    return subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, str(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, hangup),
+    )
 
 
 @pytest.mark.parametrize(
@@ -75,22 +84,37 @@ def test_ctrl_c_that_reaches_the_top_exits_130_with_one_line(tmp_path):
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
-def test_sigterm_that_reaches_the_top_unwinds_the_command_and_exits_143_with_one_line(tmp_path):
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGHUP"])
+def test_sigterm_or_a_hangup_that_reaches_the_top_unwinds_the_command_and_exits_with_one_line(tmp_path, name):
     ending = "\n    ".join(
         [
             "import os, signal",
             "try:",
-            "    os.kill(os.getpid(), signal.SIGTERM)",
+            f"    os.kill(os.getpid(), signal.{name})",
             "    time.sleep(5)",
             "finally:",
             "    (folder / 'cleaned.txt').write_text('yes')",
         ]
     )
     done = _run(tmp_path, ending)
-    assert done.returncode == 143
-    assert "Traceback" not in done.stderr and "stopped by SIGTERM" in done.stderr
+    assert done.returncode == 128 + signal.Signals[name]
+    assert "Traceback" not in done.stderr and f"stopped by {name}" in done.stderr
     assert (tmp_path / "cleaned.txt").read_text() == "yes"
     assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_a_memory_error_that_reaches_the_top_is_one_line_and_exit_1(tmp_path):
+    done = _run(tmp_path, "raise MemoryError")
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr and done.stderr.strip().startswith(
+        "error: out of memory: an allocation failed"
+    )
+    assert (tmp_path / "atexit.txt").read_text() == "ran"
+
+
+def test_a_command_started_with_hangups_ignored_keeps_ignoring_them(tmp_path):
+    done = _run(tmp_path, "import os, signal; os.kill(os.getpid(), signal.SIGHUP); return 0", hangup=signal.SIG_IGN)
+    assert done.returncode == 0 and done.stderr == ""
 
 
 def test_the_command_line_exits_with_the_commands_code(tmp_path):

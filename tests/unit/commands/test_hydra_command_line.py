@@ -42,13 +42,16 @@ def test_removing_an_item_of_a_list_is_refused_with_the_way_to_do_it(spelling, p
         ("hydra.run.dir=runs/${no.such.key}", False),
         ("hydra.sweep.dir=${oc.env:SEQUIFIER_NO_SUCH_VARIABLE}", True),
         ("hydra.sweep.subdir=${hydra.job.num}/${oc.env:SEQUIFIER_NO_SUCH_VARIABLE}", True),
+        ("hydra.job.name=${oops}", False),
+        ("hydra.output_subdir=${oops}", True),
+        ("+hydra.job.env_set.SEQUIFIER_X=${oops}", False),
     ],
 )
-def test_a_record_folder_whose_interpolation_cannot_resolve_is_refused_before_any_job(
+def test_a_hydra_setting_whose_interpolation_cannot_resolve_is_refused_before_any_job(
     override, multirun, project, capsys
 ):
     line = refused([override, *(["-m", "seed=1,2"] if multirun else [])], capsys)
-    key, value = override.split("=", 1)
+    key, value = override.lstrip("+").split("=", 1)
     assert line.startswith(f"error: {key}: cannot resolve the interpolation in {value}: ")
     assert not (project / "checkpoints").exists() and not (project / "multirun").exists()
 
@@ -132,4 +135,25 @@ def test_whole_sections_of_hydra_settings_are_refused_for_their_fields(override,
     assert (
         line
         == f"error: {override}: {key} is a section of Hydra's settings: set its fields one by one ({key}.<field>=...)"
+    )
+
+
+@pytest.mark.parametrize(
+    "override, section, near",
+    [
+        ("+hydra.run.dirr=x", "hydra.run", " (did you mean 'dir'?)"),
+        ("hydra.job.nam=x", "hydra.job", " (did you mean 'name'?)"),
+        ("++hydra.verbos=true", "hydra", " (did you mean 'verbose'?)"),
+    ],
+)
+def test_a_hydra_setting_that_does_not_exist_is_refused_even_with_a_plus(override, section, near, project, capsys):
+    line = refused([override, "--cfg", "job"], capsys)
+    name = override.lstrip("+").split("=")[0].rpartition(".")[2]
+    assert line.startswith(f"error: {override}: {section} has no setting {name!r}{near}; its settings are ")
+
+
+def test_open_hydra_sections_take_new_keys(project, capsys):
+    assert (
+        cli.main(["train", "+hydra.job.env_set.SEQUIFIER_X=1", "hydra.job_logging.root.level=WARN", "--cfg", "job"])
+        == 0
     )

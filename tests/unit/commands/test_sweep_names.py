@@ -32,3 +32,10 @@ def test_swept_values_are_read_with_hydras_grammar_in_its_order():
         ("y", "k=v"),
     )
     assert sweep_model_name("m", swept) == "m-x=[1,2]-learning_rate=1e-3-model_name=a,b-y=k=v"
+
+
+def test_a_value_hydras_sweeper_escaped_is_named_as_it_reads():
+    """The sweeper writes a swept `a:b` or `a b` back as `a\\:b` / `a\\ b`; the name holds the value, not the escape."""
+    swept = swept_values(("model_name=a\\:b", "tag=x\\ y"), set())
+    assert swept == (("model_name", "a:b"), ("tag", "x y"))
+    assert "%5C" not in sweep_model_name("m", swept)

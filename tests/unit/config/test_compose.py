@@ -37,6 +37,23 @@ def test_unknown_preset_is_a_user_error(config_file: Path):
     assert caught.value.where == "model/backbone=huge"
 
 
+def test_adding_a_preset_choice_the_config_has_is_named_by_the_override(config_file: Path):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, ["+model/backbone=base"])
+    assert caught.value.where == "+model/backbone=base"
+    assert caught.value.problem.endswith("choose another without +: model/backbone=base")
+
+
+@pytest.mark.parametrize("value", ["${oops", "a${oops", "${oc.env:X"])
+def test_an_interpolation_a_file_leaves_unclosed_is_named_by_the_file_and_key(tmp_path: Path, value: str):
+    config = tiny_train_config() | {"model_name": value}
+    entry = write_yaml(tmp_path / "configs" / "train.yaml", config)
+    with pytest.raises(UserError) as caught:
+        compose_config(entry, [])
+    assert caught.value.where == f"{entry}: model_name"
+    assert caught.value.problem.startswith("holds an interpolation that cannot be parsed (")
+
+
 def test_sweep_overrides_expand_to_every_combination():
     parsed = parse_overrides(["a=1,2", "b=x,y", "c=3"])
     assert parsed.swept_keys == ["a", "b"]
@@ -323,6 +340,12 @@ def test_the_suggested_fixes_compose(tmp_path: Path):
         ("=5", "an override names its field or preset group before '=': key=value"),
         ("seed", "an override sets a value: seed=<value> (~seed removes a field)"),
         ("seed==5", "holds '=='; an override is written seed=<value>"),
+        ("seed:3", "an override sets a value with '=', not ':': seed=3"),
+        (".seed=1", "a key is a path of field names joined by single dots (global_training.batch_size): seed=1"),
+        (
+            "~global_training..lr",
+            "a key is a path of field names joined by single dots (global_training.batch_size): ~global_training.lr",
+        ),
     ],
 )
 def test_overrides_without_a_key_or_value_are_refused_as_such(override: str, problem: str):

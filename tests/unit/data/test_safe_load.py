@@ -22,3 +22,13 @@ def test_a_flipped_byte_names_the_part_without_the_name_the_archive_was_written_
         load_weights_only(path, "model")
     assert error.value.where == str(path)
     assert "its part 'data/0' fails its checksum" in error.value.problem and ".tmp" not in error.value.problem
+
+
+@pytest.mark.parametrize("content", [b"hello\n", b"\x80\x02}q\x00."])
+def test_a_file_that_is_no_pytorch_archive_says_so(tmp_path, content):
+    path = tmp_path / "h.pt"
+    path.write_bytes(content)
+    with pytest.raises(UserError) as caught:
+        load_weights_only(path, "checkpoint")
+    assert caught.value.where == str(path) and caught.value.problem.startswith("not a readable checkpoint: ")
+    assert "(101)" not in caught.value.problem

@@ -106,6 +106,29 @@ def test_a_failed_swap_puts_every_previous_output_back_and_says_so(failing, tmp_
     assert hidden(tmp_path) == []
 
 
+def test_a_full_disk_before_staging_begins_leaves_no_staging_and_says_the_outputs_are_unchanged(tmp_path, monkeypatch):
+    config = project(tmp_path)
+    before = outputs(tmp_path)
+    real_mkdir = Path.mkdir
+
+    def full_disk(path, *args, **kwargs):
+        if path.name == "outputs" and STAGING_NAME in path.parent.name:  # the staging folder itself was made
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "mkdir", full_disk)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError) as error:
+        run_preprocess(load_preprocess_config(config))
+    assert error.value.where == str(tmp_path / "data")
+    assert (
+        error.value.problem
+        == "cannot stage outputs there (No space left on device); the previous outputs are unchanged"
+    )
+    assert outputs(tmp_path) == before
+    assert hidden(tmp_path) == []
+
+
 def test_the_metadata_is_staged_beside_its_folder_so_data_may_live_on_another_disk(tmp_path, monkeypatch):
     """A rename between data/ and configs/ fails with EXDEV when data/ is a link to another file system."""
     config = project(tmp_path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import os
 import pickle
 
 import pytest
@@ -36,6 +37,27 @@ def test_a_failed_save_keeps_the_earlier_checkpoints_and_leaves_no_temp(tmp_path
     with pytest.raises(OSError):
         write_checkpoint(tmp_path, "epoch-2.pt", {"weights": torch.zeros(3)})
     assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == before
+
+
+def test_a_refused_refresh_of_latest_names_the_snapshot_written_and_the_overrides_that_continue_from_it(
+    tmp_path, monkeypatch
+):
+    write_checkpoint(tmp_path, "epoch-1.pt", {"weights": torch.ones(3)})
+    earlier_latest = (tmp_path / LATEST).read_bytes()
+
+    def full_disk(source, target):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(target))
+
+    monkeypatch.setattr(checkpoint_module.shutil, "copyfile", full_disk)
+    with pytest.raises(UserError) as refused:
+        write_checkpoint(tmp_path, "epoch-2.pt", {"weights": torch.zeros(3)})
+    snapshot = tmp_path / "epoch-2.pt"
+    assert refused.value.where == str(tmp_path / LATEST)
+    assert "No space left on device" in refused.value.problem
+    advice = refused.value.problem.partition("`sequifier train ")[2].partition("`")[0].split()
+    assert advice == ["global_training.resume.policy=required", f"global_training.resume.checkpoint_path={snapshot}"]
+    assert torch.equal(read_checkpoint(snapshot)["weights"], torch.zeros(3))
+    assert (tmp_path / LATEST).read_bytes() == earlier_latest
 
 
 def test_a_refused_write_gives_the_systems_reason_without_torchs_internals(tmp_path, monkeypatch):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -13,6 +12,7 @@ from conftest import tiny_train_config
 from sequifier.config.compose import canonical_config
 from sequifier.config.errors import UserError
 from sequifier.config.resolve import resolve
+from sequifier.config.validate_training import config_warnings
 from sequifier.export.artifacts import export_network
 from sequifier.model.network import build_network
 from sequifier.training.capabilities import check_supported
@@ -166,18 +166,6 @@ def test_no_scaler_without_float16():
     assert not cycle.scaler.enabled and cycle.state_dict()["scaler"] == {}
 
 
-def test_layer_autocast_says_it_has_no_effect_without_fsdp(reference_project, tmp_path, caplog):
-    spec = tiny_spec(reference_project, tmp_path, layer_autocast=True)
-    with caplog.at_level(logging.WARNING, logger="sequifier"):
-        TrainingRuntime(build_network(spec.network), spec.config.global_training, torch.device("cpu"))
-    assert [r.message for r in caplog.records if "layer_autocast has no effect" in r.message]
-    caplog.clear()
-    spec = tiny_spec(reference_project, tmp_path / "plain")
-    with caplog.at_level(logging.WARNING, logger="sequifier"):
-        TrainingRuntime(build_network(spec.network), spec.config.global_training, torch.device("cpu"))
-    assert not caplog.records
-
-
 @pytest.mark.parametrize(
     "settings, where, message",
     [
@@ -209,10 +197,11 @@ def test_precision_and_compile_options_are_supported():
     check_supported(canonical)
 
 
-def test_fsdp_settings_of_a_single_process_run_say_they_have_no_effect(reference_project, tmp_path, caplog):
-    spec = tiny_spec(reference_project, tmp_path, data_parallelism="fsdp", fsdp_cpu_offload=True)
-    with caplog.at_level(logging.WARNING, logger="sequifier"):
-        TrainingRuntime(build_network(spec.network), spec.config.global_training, torch.device("cpu"))
-    messages = [r.message for r in caplog.records]
+def test_fsdp_settings_of_a_single_process_run_say_they_have_no_effect():
+    config = tiny_train_config()
+    config["global_training"].update(data_parallelism="fsdp", fsdp_cpu_offload=True, layer_autocast=True)
+    messages = config_warnings(canonical_config(config))
     assert any(m.startswith("global_training.data_parallelism fsdp has no effect here") for m in messages)
     assert any(m.startswith("global_training.fsdp_cpu_offload has no effect here") for m in messages)
+    assert any(m.startswith("global_training.layer_autocast has no effect here") for m in messages)
+    assert not [m for m in config_warnings(canonical_config(tiny_train_config())) if "no effect here" in m]

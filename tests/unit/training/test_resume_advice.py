@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from hydra.core.override_parser.overrides_parser import OverridesParser
 
-from sequifier.training.resume import checkpoint_path_override
+from sequifier.training.checkpoint import checkpoint_path_override
 
 
 @pytest.mark.parametrize("path", ["checkpoints/m/epoch-1.pt", "checkpoints/m-seed=1/epoch-1.pt", "c/m-lr=0.1,x/b.pt"])

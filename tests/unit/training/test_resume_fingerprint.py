@@ -31,3 +31,16 @@ def test_the_same_splits_pass_and_a_checkpoint_that_recorded_no_splits_is_compar
     check_fingerprint(fingerprint("a"), fingerprint("a"), Path("latest.pt"))
     older = {key: value for key, value in fingerprint("a").items() if key != "splits"}
     check_fingerprint(older, fingerprint("b"), Path("latest.pt"))
+
+
+def test_a_section_turned_off_since_is_compared_with_the_fields_it_was_written_with():
+    written = fingerprint("a") | {
+        "config": {"seed": 1, "evaluation.sources[0].source": "default", "evaluation.monitor": None}
+    }
+    now = fingerprint("a") | {"config": {"seed": 1, "evaluation": None}}
+    with pytest.raises(UserError) as refused:
+        check_fingerprint(written, now, Path("latest.pt"))
+    assert refused.value.where == "evaluation"
+    assert refused.value.problem.startswith(
+        'is null but latest.pt was written with {"sources[0].source": "default", "monitor": null}'
+    )
