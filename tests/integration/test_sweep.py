@@ -164,3 +164,18 @@ def test_a_sweep_stopped_by_ctrl_c_lists_the_stopped_job(reference_project: Path
     assert result.returncode == 75, result.stderr[-2000:]
     summary = result.stdout[result.stdout.index("sweep summary") :]
     assert "stopped" in summary and "latest checkpoint" in summary and "no job results" not in summary
+
+
+def test_a_sweep_with_a_failed_job_and_a_stopped_one_exits_as_the_failure_does(reference_project: Path):
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 3}))
+    helper = Path(__file__).with_name("interrupted_train.py")
+    paths = (
+        "dataset.part.metadata_config_path=configs/metadata_configs/absent.json,configs/metadata_configs/events.json"
+    )
+    result = subprocess.run(
+        [sys.executable, str(helper), "sigint-after-batch", "2", "--skip-metadata", "-m", paths],
+        cwd=reference_project, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    summary = result.stdout[result.stdout.index("sweep summary") :]
+    assert "failed" in summary and "stopped" in summary, result.stdout[-3000:]
+    assert result.returncode == 2  # the failed job is not resumable: a retry on 75 would fail again
