@@ -163,7 +163,7 @@ def test_a_hand_made_rank_environment_without_an_address_or_with_a_port_in_use_i
 
 def listening(port: int) -> bool:
     """Whether a socket of this machine listens on TCP `port` (rank 0's store, once it waits for the others)."""
-    rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+    rows = [row for table in ("tcp", "tcp6") for row in (Path("/proc/net") / table).read_text().splitlines()[1:]]
     return any(row.split()[1].endswith(f":{port:04X}") and row.split()[3] == "0A" for row in rows)
 
 
@@ -176,7 +176,9 @@ def test_rank_0_waiting_for_peers_that_never_come_stops_on_sigterm(tmp_path: Pat
     )
     deadline = time.monotonic() + 120
     while not listening(port):
-        assert waiting.poll() is None and time.monotonic() < deadline, waiting.communicate()[1][-3000:]
+        if waiting.poll() is not None or time.monotonic() > deadline:
+            waiting.kill()
+            pytest.fail(f"rank 0 never listened on {port}: {waiting.communicate()[1][-3000:]}")
         time.sleep(0.05)
     time.sleep(0.5)  # inside the wait for rank 1
     waiting.terminate()
@@ -272,12 +274,14 @@ def test_under_torchrun_the_rank_that_survives_a_killed_peer_says_so_in_one_line
         env={**os.environ, "OMP_NUM_THREADS": "1"},
     )
     wait_for(folder / "checkpoints" / "dist" / "epoch-1.pt", job)
-    os.kill(rank_processes(job.pid, "sequifier")[-1], signal.SIGKILL)
+    killed = rank_processes(job.pid, "sequifier")[-1]
+    os.kill(killed, signal.SIGKILL)
     stdout, stderr = job.communicate(timeout=120)
+    (Path(os.environ["TMPDIR"]) / f"sequifier-rank-1-{killed}").rmdir()  # left empty: a killed rank cleans up nothing
     assert job.returncode != 0
     said = [line for line in (stdout + stderr).splitlines() if "rank 0 lost its connection" in line]
     assert said and said[0].startswith("error: global_training.distributed: rank 0 lost its connection"), stderr[-3000:]
-    assert "Connection closed by peer" in said[0] and "GLHF" not in said[0]
+    assert "by peer" in said[0] and "GLHF" not in said[0]  # gloo says closed or reset
     assert "Error executing job" not in stderr and "RuntimeError" not in stderr
 
 
