@@ -69,10 +69,9 @@ class StagedParts:
         for _, final in self.parts:
             if final.exists() and not final.is_file():
                 raise UserError(str(final), "is in the way of a part file of this run (not a file); move it away")
-        folders = {final.parent for _, final in self.parts}
-        for folder in folders:
+        for folder in self._final_folders():
             _refuse_what_is_in_the_way(folder, self.outputs)
-        for folder in folders:
+        for folder in self._final_folders():
             folder.mkdir(parents=True, exist_ok=True)
             _check_takes_files(folder)
 
@@ -86,11 +85,14 @@ class StagedParts:
         with signals_deferred():
             for staged, final in self.parts:
                 replace_durably(staged, final)
-            for folder in {final.parent for _, final in self.parts}:
+            for folder in self._final_folders():
                 for old in folder.glob("part-*.*"):
                     if _is_part_file(old) and old not in placed:
                         old.unlink(missing_ok=True)
         return [final for _, final in self.parts]
+
+    def _final_folders(self) -> set[Path]:
+        return {final.parent for _, final in self.parts}
 
     def discard(self) -> None:
         """Remove the staging folders and whatever is still in them."""
