@@ -39,7 +39,7 @@ def resolved_folder_settings(entry: TrainEntry, overrides: list[str]) -> dict[st
     from omegaconf.errors import OmegaConfBaseException
 
     keys = dict.fromkeys(
-        [*FOLDER_KEYS, *(o.lstrip("+").split("=", 1)[0] for o in overrides if o.startswith(("hydra.", "+hydra.")))]
+        [*FOLDER_KEYS, *(o.lstrip("+").split("=", 1)[0] for o in overrides if o.lstrip("+").startswith("hydra."))]
     )
     chosen = {key: last_value(overrides, key) for key in keys}
     resolved = {key: value for key, value in chosen.items() if value is not None}

@@ -137,9 +137,9 @@ class Trainer:
 
     def run(self) -> TrainResult:
         resume_from = checkpoint_to_resume(self.spec, announce=self.ranks.is_main)
-        if resume_from is None and self.ranks.is_main:
-            set_aside_checkpoints_of_another_config(self.spec, self.fingerprint)
         saved = restore(self, resume_from) if resume_from else None
+        if self.ranks.is_main and (resume_from is None or resume_from.parent.resolve() != self.checkpoints.resolve()):
+            set_aside_checkpoints_of_another_config(self.spec, self.fingerprint)
         kept = MetricLengths(saved["metric_bytes"], saved.get("model_name", self.spec.model_name)) if saved else None
         self.records = RunRecords(self.spec, self.run_id, kept, enabled=self.ranks.is_main)
         try:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from sequifier.atomic import write_bytes_atomic
 from sequifier.config.resolve import RunSpec
+from sequifier.training.checkpoint import LATEST, checkpoint_dir
+from sequifier.training.cut_rows import drop_cut_rows, keep_cut_rows, put_back_cut_rows
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.losses import TargetLosses
-from sequifier.training.metrics import CLASS_SHARE_FIELDS, FILES, MetricsFile
+from sequifier.training.metrics import CLASS_SHARE_FIELDS, FILES, METRIC_FIELDS, MetricsFile
 from sequifier.training.run_log import attach_log_file
 from sequifier.training.tensorboard import mirrored
 
@@ -40,27 +42,33 @@ class RunRecords:
         self.files: dict[str, tuple[MetricsFile, MetricsFile]] = {}
         self.class_share_files: dict[str, MetricsFile] = {}
         self.project_root = spec.project_root
+        self.latest = checkpoint_dir(spec.project_root, spec.model_name) / LATEST
         for dataset in spec.config.dataset_training if enabled else ():
             folder = spec.dataset_view(dataset).logs_dir
             earlier = replace(spec, model_name=resumed.model_name).dataset_view(dataset).logs_dir if resumed else None
-            if spec.config.dataset_training[dataset].class_share_log_columns:
-                path = self._resumed(folder / CLASS_SHARES, earlier, resumed, run_id)
-                self.class_share_files[dataset] = MetricsFile(
-                    path, run_id, self._kept(path, resumed), CLASS_SHARE_FIELDS
-                )
-            paths = [self._resumed(folder / name, earlier, resumed, run_id) for name in FILES]
-            opened = [MetricsFile(path, run_id, self._kept(path, resumed)) for path in paths]
+            opened = [self._opened(folder / name, earlier, resumed, run_id, METRIC_FIELDS) for name in FILES]
             self.files[dataset] = (opened[0], opened[1])
+            if spec.config.dataset_training[dataset].class_share_log_columns:
+                shares = self._opened(folder / CLASS_SHARES, earlier, resumed, run_id, CLASS_SHARE_FIELDS)
+                self.class_share_files[dataset] = shares
             if spec.config.global_training.tensorboard:
                 self.files[dataset] = mirrored(self.files[dataset], run_id)
 
     def _relative(self, path: Path) -> str:
         return str(path.relative_to(self.project_root))
 
-    def _kept(self, path: Path, resumed: MetricLengths | None) -> int | None:
-        """The length to cut `path` back to: its length at the checkpoint; None (keep all) for a file it did not
-        measure."""
-        return resumed.by_path.get(self._relative(path)) if resumed else None
+    def _opened(
+        self, path: Path, earlier: Path | None, resumed: MetricLengths | None, run_id: str, fields: tuple[str, ...]
+    ) -> MetricsFile:
+        """`path` opened for this run's rows: rows an unfinished resume cut put back, rows of the checkpoint's run
+        under another model name carried over, then cut back to the checkpoint's length (the rows cut kept aside
+        until this run's checkpoint replaces `latest.pt`)."""
+        put_back_cut_rows(path, self.latest)
+        path = self._resumed(path, earlier, resumed, run_id)
+        kept = resumed.by_path.get(self._relative(path)) if resumed else None
+        if kept is not None and path.is_file() and path.stat().st_size > kept:
+            keep_cut_rows(path, self.latest)
+        return MetricsFile(path, run_id, kept, fields)
 
     def _resumed(self, path: Path, earlier: Path | None, resumed: MetricLengths | None, run_id: str) -> Path:
         """`path` holding, after its rows of other runs, the rows the checkpoint's run had written into its file of
@@ -80,14 +88,21 @@ class RunRecords:
         write_bytes_atomic(path, b"".join(carried[:1] + others + carried[1:]))
         return path
 
+    def checkpoint_written(self) -> None:
+        """This run's checkpoint replaced `latest.pt`: the rows its start cut from the files are no one's now."""
+        for metrics_file in self._all_files():
+            drop_cut_rows(metrics_file.path)
+
+    def _all_files(self) -> list[MetricsFile]:
+        return [*(f for pair in self.files.values() for f in pair), *self.class_share_files.values()]
+
     def folders(self) -> tuple[str, ...]:
         """The logs/<model>/ folders holding the run's metric files."""
         return tuple(sorted({str(f.path.parent) for pair in self.files.values() for f in pair}))
 
     def sizes(self) -> dict[str, int]:
         """Bytes of every metric file (relative path -> size), recorded in checkpoints."""
-        files = [*(f for pair in self.files.values() for f in pair), *self.class_share_files.values()]
-        return {str(f.path.relative_to(self.project_root)): f.size() for f in files}
+        return {str(f.path.relative_to(self.project_root)): f.size() for f in self._all_files()}
 
     def training_epoch(
         self, common: dict, losses: dict[str, TargetLosses], totals: dict[tuple[str, str], Totals]
@@ -137,8 +152,7 @@ class RunRecords:
 
     def close(self, after_failure: bool = False) -> None:
         """Close every file; after a failure (a full disk), without raising what closing them meets."""
-        files = [metrics_file for pair in self.files.values() for metrics_file in pair]
-        for metrics_file in [*files, *self.class_share_files.values()]:
+        for metrics_file in self._all_files():
             try:
                 metrics_file.close()
             except OSError:

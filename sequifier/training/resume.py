@@ -67,9 +67,10 @@ def checkpoint_to_resume(spec: RunSpec, announce: bool = True) -> Path | None:
 
 
 def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, Any]) -> None:
-    """Before a fresh run writes into checkpoints/<model>/ and models/: if the checkpoints hold a run of another
-    config or data, move that run's checkpoints into a subfolder, and the exported models this run's files would
-    replace into `models/earlier-<run id>/`, so that this run neither overwrites them nor mixes its files with theirs.
+    """Before a run writes into checkpoints/<model>/ and models/ (fresh, or resumed from another folder): if the
+    checkpoints hold a run of another config or data, move that run's checkpoints into a subfolder, and the exported
+    models this run's files would replace into `models/earlier-<run id>/`, so that this run neither overwrites them
+    nor mixes its files with theirs.
 
     The newest checkpoint that can be read tells the run (latest.pt, else the newest snapshot); when none can be
     read, nothing tells whether the files are this config's, so they are set aside too."""
@@ -103,8 +104,8 @@ def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, An
             model.replace(models_aside / model.name)
     moved_models = f", and its exported models that this run's would replace are in {models_aside}" if models else ""
     print(
-        f"note: {folder} held checkpoints {reason}; they are now in {aside}{moved_models}; this fresh run starts "
-        "an empty folder"
+        f"note: {folder} held checkpoints {reason}; they are now in {aside}{moved_models}; this run's checkpoints "
+        "start an empty folder"
     )
 
 

@@ -71,6 +71,7 @@ def save_snapshot(trainer: Trainer, name: str | None) -> Path:
         "model_name": trainer.spec.model_name,  # whose logs/ folders metric_bytes measure
     }
     path = write_checkpoint(trainer.checkpoints, name, state)
+    trainer.records.checkpoint_written()
     logger.info("checkpoint %s", path)
     return path
 

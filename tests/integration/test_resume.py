@@ -180,6 +180,32 @@ def test_a_run_resumed_under_another_name_carries_its_rows_over_and_keeps_the_ne
     assert {name: (project / "logs" / "tiny" / name).read_bytes() for name in files} == stopped_files
 
 
+def test_a_resume_from_an_older_snapshot_killed_before_its_first_checkpoint_loses_no_row(
+    reference_project, uninterrupted, monkeypatch
+):
+    """The rows a resume from an older snapshot cuts are latest.pt's until the resume's own checkpoint replaces it:
+    killed before then, the next run puts them back; finished, it leaves no copy of them."""
+    project = reference_project.parent / "older-snapshot"
+    shutil.copytree(uninterrupted[True], project)
+    logs = project / "logs" / "tiny"
+    files = ("training-metrics.csv", "validation-metrics.csv")
+    finished = {name: (logs / name).read_bytes() for name in files}
+    older = [
+        "global_training.resume.policy=required",
+        "global_training.resume.checkpoint_path=checkpoints/tiny/batch-15.pt",
+    ]
+    killed = subprocess.run([sys.executable, str(HELPER), "kill-after-batch", "17", *older], cwd=project,
+                            capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert killed.returncode == -9, killed.stderr[-2000:]
+    assert (logs / files[0]).stat().st_size < len(finished[files[0]])  # cut back to the snapshot's rows
+    train_here(project, monkeypatch, RESUME)  # the finished run's latest.pt: nothing is left to train
+    assert {name: (logs / name).read_bytes() for name in files} == finished
+    assert "rows of the run are missing" not in (logs / "tiny.log").read_text()
+    train_here(project, monkeypatch, *older)
+    assert {name: (logs / name).read_bytes() for name in files} == finished  # the resume is exact
+    assert list(logs.glob(".*uncut*")) == []
+
+
 def test_a_fresh_start_beside_a_snapshot_without_latest_names_the_snapshot(reference_project, monkeypatch, capsys):
     """A latest.pt whose write failed (a full disk) leaves the epoch's snapshot: the run that cannot resume says so."""
     project = project_copy(reference_project, "lost-latest", tiny_train_config())

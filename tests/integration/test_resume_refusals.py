@@ -128,6 +128,32 @@ def test_a_fresh_run_of_another_config_sets_the_earlier_checkpoints_aside_and_on
     assert latest["run_id"] != run_id and latest["fingerprint"]["config"]["global_training.learning_rate"] == 0.001
 
 
+def test_a_resume_from_another_folder_sets_aside_the_checkpoints_and_models_of_another_config_it_would_replace(
+    trained: Path,
+):
+    other = run_sequifier(["train", "model_name=other", "global_training.learning_rate=0.001"], trained)
+    assert other.returncode == 0, other.stderr
+    folder = trained / "checkpoints" / "other"
+    earlier = {path.name: path.read_bytes() for path in folder.glob("*.pt")}
+    earlier_models = {path.name: path.read_bytes() for path in (trained / "models").glob("other-*")}
+    run_id = torch.load(folder / "latest.pt", weights_only=True)["run_id"]
+    resumed = run_sequifier(
+        [
+            "train",
+            "model_name=other",
+            "global_training.resume.policy=required",
+            "global_training.resume.checkpoint_path=checkpoints/tiny/epoch-1.pt",
+        ],
+        trained,
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "held checkpoints of a run of another config or data" in resumed.stdout
+    assert {path.name: path.read_bytes() for path in (folder / f"earlier-{run_id}").glob("*.pt")} == earlier
+    models_aside = trained / "models" / f"earlier-{run_id}"
+    assert earlier_models and {path.name: path.read_bytes() for path in models_aside.iterdir()} == earlier_models
+    assert {path.name for path in (trained / "models").glob("other-*")} == set(earlier_models)  # this run's
+
+
 @pytest.mark.parametrize("damage", ["latest.pt removed", "every checkpoint unreadable"])
 def test_a_fresh_run_sets_aside_checkpoints_it_cannot_tell_by_latest_pt(damage: str, trained: Path):
     """Without a readable latest.pt the newest readable snapshot tells the run; with none, the files go aside."""

@@ -45,6 +45,7 @@ def test_removing_an_item_of_a_list_is_refused_with_the_way_to_do_it(spelling, p
         ("hydra.job.name=${oops}", False),
         ("hydra.output_subdir=${oops}", True),
         ("+hydra.job.env_set.SEQUIFIER_X=${oops}", False),
+        ("++hydra.job.name=${oops}", False),
     ],
 )
 def test_a_hydra_setting_whose_interpolation_cannot_resolve_is_refused_before_any_job(
