@@ -9,6 +9,7 @@ import shutil
 import time
 from pathlib import Path
 
+from sequifier.commands.sweep import foreign_record_files
 from sequifier.config.compose import TrainEntry, hydra_config, hydra_quoted, last_value
 from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
@@ -80,6 +81,13 @@ def _check_chosen(chosen: str, key: str) -> Path:
         raise UserError(key, "is empty; give the folder for the run's record (it would be the working folder)")
     folder = Path.cwd() / _unquoted(chosen)
     _check_can_hold(folder, nearest_existing(folder), key)
+    foreign = foreign_record_files(folder)
+    if foreign:
+        raise UserError(
+            key,
+            f"{folder} holds {foreign[0].name}, which sequifier did not write and the record would replace; choose "
+            "another folder for the record (or move that file)",
+        )
     return folder
 
 

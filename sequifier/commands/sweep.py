@@ -16,6 +16,7 @@ from sequifier.training.stop import STOPPED_EXIT_CODE
 RESULT_FILE = "result.json"
 RANK_RESULT_FILE = "result-rank{rank}.json"  # a failed rank's own result, rank 0's being the job's
 SUMMARY_FILE = "summary.txt"
+SUMMARY_HEADING = "sweep summary "
 # Set by the command for its jobs (launchers' processes inherit it): a sweep folder used again reports this sweep only.
 SWEEP_ID_VARIABLE = "SEQUIFIER_SWEEP_ID"
 
@@ -103,10 +104,34 @@ def write_rank_result(job: HydraJob, rank: int, result: dict[str, Any]) -> None:
 
 
 def read_results(sweep_dir: Path) -> list[dict[str, Any]]:
-    """The result of every job of the sweep this command ran, in job order (an earlier sweep's stay out)."""
-    found = [(p, json.loads(p.read_text())) for p in sweep_dir.rglob(RESULT_FILE)]
-    ours = [with_a_ranks_error(p, r) for p, r in found if r.get("sweep_id") == os.environ.get(SWEEP_ID_VARIABLE)]
+    """The result of every job of the sweep this command ran, in job order (an earlier sweep's stay out, and any
+    other file of that name)."""
+    found = [(p, read_record(p)) for p in sweep_dir.rglob(RESULT_FILE)]
+    sweep_id = os.environ.get(SWEEP_ID_VARIABLE)
+    ours = [with_a_ranks_error(p, r) for p, r in found if r is not None and r.get("sweep_id") == sweep_id]
     return sorted(ours, key=lambda r: r.get("job", 0))
+
+
+def read_record(path: Path) -> dict[str, Any] | None:
+    """A job's result as sequifier wrote it; None for a file of that name that is none (a user's own)."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return record if isinstance(record, dict) and {"status", "sweep_id"} <= record.keys() else None
+
+
+def foreign_record_files(folder: Path) -> list[Path]:
+    """Files in `folder` that a run's or sweep's record would replace but that sequifier did not write."""
+    result, summary = folder / RESULT_FILE, folder / SUMMARY_FILE
+    foreign = [result] if result.is_file() and read_record(result) is None else []
+    if summary.is_file():
+        try:
+            ours = summary.read_text(encoding="utf-8").startswith(SUMMARY_HEADING)
+        except (OSError, ValueError):
+            ours = False
+        foreign += [] if ours else [summary]
+    return foreign
 
 
 def with_a_ranks_error(path: Path, result: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +152,7 @@ def with_a_ranks_error(path: Path, result: dict[str, Any]) -> dict[str, Any]:
 def summary_table(results: list[dict[str, Any]], sweep_dir: Path) -> str:
     """One line per job with its monitored loss (and the error of a failed job)."""
     lines = [
-        f"sweep summary ({sweep_dir}):",
+        f"{SUMMARY_HEADING}({sweep_dir}):",
         f"{'job':>4}  {'status':<7} {'monitored loss':>14}  model_name / overrides",
     ]
     for result in results:

@@ -79,11 +79,6 @@ def sections() -> list[tuple[str, list[Row]]]:
     return [(TOP_LEVEL, top)] + nested
 
 
-def leaf_paths() -> list[str]:
-    """Paths of every row that is not itself a section (fields holding values, not sub-fields)."""
-    return [row.path for _, rows in sections() for row in rows if not row.section]
-
-
 def _rows(path: str, hint: Any, field: dataclasses.Field, stack: tuple[type, ...]) -> Iterator[Row]:
     """The row of `field` at `path`, then the rows of the fields nested in it."""
     row = _row(path, hint, field)

@@ -51,13 +51,5 @@ class Ranks:
         dist.all_gather_object(gathered, value)
         return gathered
 
-    def from_main(self, value: Any) -> Any:
-        """Rank 0's `value` on every rank."""
-        if not self.joined:
-            return value
-        box = [value]
-        dist.broadcast_object_list(box, src=0)
-        return box[0]
-
 
 SINGLE = Ranks()

@@ -158,3 +158,29 @@ def test_open_hydra_sections_take_new_keys(project, capsys):
         cli.main(["train", "+hydra.job.env_set.SEQUIFIER_X=1", "hydra.job_logging.root.level=WARN", "--cfg", "job"])
         == 0
     )
+
+
+@pytest.mark.parametrize(
+    "setting, name, content",
+    [
+        ("hydra.run.dir=.", "result.json", '{"accuracy": 0.9}'),
+        ("hydra.run.dir=mine", "result.json", "not json"),
+        ("hydra.sweep.dir=.", "summary.txt", "my notes"),
+    ],
+)
+def test_a_chosen_record_folder_holding_a_users_file_of_a_records_name_is_refused(
+    setting, name, content, project, capsys
+):
+    folder = project / setting.split("=", 1)[1]
+    folder.mkdir(exist_ok=True)
+    (folder / name).write_text(content)
+    line = refused([setting, *(["-m", "seed=1,2"] if "sweep" in setting else [])], capsys)
+    assert line.startswith(f"error: {setting.split('=')[0]}: {folder.resolve()} holds {name}, which sequifier did not")
+    assert (folder / name).read_text() == content and not (project / "checkpoints").exists()
+
+
+def test_a_record_folder_chosen_again_takes_the_next_record(project, capsys):
+    arguments = ["hydra.run.dir=runs/same", "training_plan.epochs=1", "--quiet"]
+    assert cli.main(["train", *arguments]) == 0
+    assert cli.main(["train", *arguments, "seed=7"]) == 0
+    assert "seed=7" in (project / "runs" / "same" / "result.json").read_text()
