@@ -77,11 +77,11 @@ def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, An
     folder = checkpoint_dir(spec.project_root, spec.model_name)
     checkpoints = sorted(folder.glob("*.pt"))
     if not checkpoints:
+        _set_aside_models_of_an_unknown_run(spec, folder)
         return
     readable = _newest_readable(folder, checkpoints)
     if readable is None:
-        stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(max(path.stat().st_mtime for path in checkpoints)))
-        reason, run_id = "that this release cannot read", f"unreadable-{stamp}"
+        reason, run_id = "that this release cannot read", f"unreadable-{_newest_time(checkpoints)}"
     else:
         path, saved = readable
         try:
@@ -107,6 +107,25 @@ def set_aside_checkpoints_of_another_config(spec: RunSpec, current: dict[str, An
         f"note: {folder} held checkpoints {reason}; they are now in {aside}{moved_models}; this run's checkpoints "
         "start an empty folder"
     )
+
+
+def _set_aside_models_of_an_unknown_run(spec: RunSpec, folder: Path) -> None:
+    """Exported models this run's would replace, whose run left no checkpoint to tell its config: set aside too."""
+    models = _models_this_run_would_replace(spec)
+    if not models:
+        return
+    aside = spec.models_dir / f"earlier-unknown-{_newest_time(models)}"
+    aside.mkdir(exist_ok=True)
+    for model in models:
+        model.replace(aside / model.name)
+    print(
+        f"note: {spec.models_dir} held exported models of {spec.model_name} whose run left no checkpoint in {folder} "
+        f"to tell its config; they are now in {aside}"
+    )
+
+
+def _newest_time(paths: list[Path]) -> str:
+    return time.strftime("%Y%m%d-%H%M%S", time.localtime(max(path.stat().st_mtime for path in paths)))
 
 
 def other_ways_on(spec: RunSpec, unreadable: Path) -> str:

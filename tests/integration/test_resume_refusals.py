@@ -154,6 +154,16 @@ def test_a_resume_from_another_folder_sets_aside_the_checkpoints_and_models_of_a
     assert {path.name for path in (trained / "models").glob("other-*")} == set(earlier_models)  # this run's
 
 
+def test_a_fresh_run_sets_aside_exported_models_whose_checkpoints_are_gone(trained: Path):
+    shutil.rmtree(trained / "checkpoints" / "tiny")
+    earlier_models = {path.name: path.read_bytes() for path in (trained / "models").iterdir()}
+    other = run_sequifier(["train", "global_training.learning_rate=0.001"], trained)
+    assert other.returncode == 0, other.stderr
+    (aside,) = [path for path in (trained / "models").iterdir() if path.is_dir()]
+    assert aside.name.startswith("earlier-unknown-") and f"they are now in {aside}" in other.stdout
+    assert earlier_models and {path.name: path.read_bytes() for path in aside.iterdir()} == earlier_models
+
+
 @pytest.mark.parametrize("damage", ["latest.pt removed", "every checkpoint unreadable"])
 def test_a_fresh_run_sets_aside_checkpoints_it_cannot_tell_by_latest_pt(damage: str, trained: Path):
     """Without a readable latest.pt the newest readable snapshot tells the run; with none, the files go aside."""
