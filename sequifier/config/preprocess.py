@@ -252,8 +252,16 @@ def _check_split_policy(config: PreprocessConfig, problems: ProblemList) -> None
             f"cannot be {config.split_column}, which identifies items; split by another column (a copy of it works)",
         )
     values = config.split_values
+    if len(config.split_ratios) < 2:
+        problems.add(
+            "split_ratios",
+            "value_cutoff divides the items at its cutoffs into at least two splits, but split_ratios lists one; "
+            "for a single split, use split_method: within_sequence",
+        )
+        return
     if not values:
-        problems.add("split_values", "value_cutoff needs the cutoffs, one fewer than the splits")
+        n = len(config.split_ratios)
+        problems.add("split_values", f"value_cutoff needs the cutoffs: {n - 1} for the {n} splits of split_ratios")
         return
     if len(values) != len(config.split_ratios) - 1:
         problems.add(

@@ -96,9 +96,11 @@ def static_map_path(project_root: Path, column: str) -> Path:
 def static_id_map(path: Path) -> CategoricalMeaning:
     """A {raw value: id} JSON file; ids are distinct integers >= 3 (reserved entries may be listed with their ids)."""
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        raw = json.loads(path.read_text(encoding="utf-8"), object_pairs_hook=_pairs_once)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
         raise UserError(str(path), f"cannot read the id map ({' '.join(str(error).split())})") from None
+    except _RepeatedValue as repeated:
+        raise UserError(str(path), f"lists the value {repeated.args[0]!r} twice; each value has one id") from None
     if not isinstance(raw, dict) or not raw:
         raise UserError(str(path), "an id map must be a non-empty JSON object {raw value: id}")
     id_map: dict[str, int] = {}
@@ -118,6 +120,20 @@ def static_id_map(path: Path) -> CategoricalMeaning:
         raise UserError(str(path), "two values share an id; ids must be distinct")
     id_map.update(ID_MAP_RESERVED)
     return CategoricalMeaning(id_map, max(id_map.values()) + 1)
+
+
+class _RepeatedValue(Exception):
+    pass
+
+
+def _pairs_once(pairs: list[tuple[str, object]]) -> dict[str, object]:
+    """A JSON object whose keys are distinct (json.loads would keep the last of a repeated one)."""
+    seen: dict[str, object] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _RepeatedValue(key)
+        seen[key] = value
+    return seen
 
 
 def _check_reserved_spellings(column: str, names: list[str]) -> None:
@@ -154,7 +170,9 @@ def column_meaning(
     column: str, values: pa.Array, project_root: Path, reused: Optional[CategoricalMeaning]
 ) -> CategoricalMeaning:
     """Reused metadata first, then a static map file, else the map built from the data's values."""
-    if reused is not None:
-        return reused
     path = static_map_path(project_root, column)
+    if reused is not None:
+        if path.is_file():
+            log(f"note: {path} is not applied: the reused metadata (metadata_config_path) decides {column}'s ids")
+        return reused
     return static_id_map(path) if path.is_file() else data_id_map(values)

@@ -65,10 +65,12 @@ class ReusedMeaning:
     def check_layouts(self, layouts: dict[str, dict]) -> None:
         """Depth layouts must be the very ones the reused metadata was written with."""
         if self.metadata.depth_layouts != layouts:
+            given = f"are {layouts}" if layouts else "are not set"
+            theirs = self.metadata.depth_layouts or "none"
             raise UserError(
                 "depth_layouts",
-                f"{layouts or 'none'} differ from the depth layouts of {self.path} "
-                f"({self.metadata.depth_layouts or 'none'}); reusing metadata needs the identical layout definition",
+                f"{given}, but {self.path} was written with the depth layouts {theirs}; reusing metadata needs the "
+                "identical layout definition",
             )
 
 

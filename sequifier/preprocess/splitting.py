@@ -26,7 +26,7 @@ class SplitPolicy:
     method: str
     ratios: tuple[float, ...]
     split_column: Optional[str] = None
-    cutoffs: tuple[Any, ...] = ()  # value_cutoff: floats for numeric columns, else Arrow scalars
+    cutoffs: tuple[Any, ...] = ()  # value_cutoff: ints for integer columns, floats for others, else Arrow scalars
     sequence_ids: Optional[np.ndarray] = None  # between_sequence: every sequence id, sorted
     sequence_splits: Optional[np.ndarray] = None  # between_sequence: the split of each of them
 
@@ -91,6 +91,8 @@ def cutoff_values(split_values: tuple[Any, ...], column: str, arrow_type: pa.Dat
     if numeric:
         if any(isinstance(v, str) for v in split_values):
             raise UserError("split_values", f"split_column {column!r} is numeric ({arrow_type}); give numbers")
+        if pa.types.is_integer(arrow_type):  # compared exactly: int64 values beyond 2**53 have no float of their own
+            return tuple(v if isinstance(v, int) else math.ceil(v) for v in split_values)
         return tuple(float(v) for v in split_values)
     textual = pa.types.is_string(arrow_type) or pa.types.is_large_string(arrow_type)
     numbers = [v for v in split_values if _is_number(v)]
@@ -137,8 +139,22 @@ def row_splits(policy: SplitPolicy, group: SortedGroup) -> np.ndarray:
         index = np.searchsorted(policy.sequence_ids, group.sequence_ids[group.starts])
         return np.repeat(policy.sequence_splits[index], group.lengths)
     column = group.table.column(policy.split_column)
-    if all(isinstance(c, float) for c in policy.cutoffs):
+    if all(type(c) is int for c in policy.cutoffs) and pa.types.is_integer(column.type) and not column.null_count:
+        return _integer_splits(column.to_numpy(), policy.cutoffs)
+    if all(isinstance(c, (int, float)) for c in policy.cutoffs):
         values = pc.cast(column, pa.float64(), safe=False).to_numpy()
         return np.searchsorted(np.asarray(policy.cutoffs), values, side="right").astype(np.int64)
     at_or_above = [pc.greater_equal(column, cutoff).to_numpy(zero_copy_only=False) for cutoff in policy.cutoffs]
     return np.sum(at_or_above, axis=0).astype(np.int64)
+
+
+def _integer_splits(values: np.ndarray, thresholds: tuple[int, ...]) -> np.ndarray:
+    """Split index of integer values: how many of the integer thresholds each is at or above, compared exactly."""
+    limits = np.iinfo(values.dtype)
+    splits = np.zeros(values.shape[0], dtype=np.int64)
+    for threshold in thresholds:
+        if threshold <= limits.min:
+            splits += 1
+        elif threshold <= limits.max:
+            splits += values >= values.dtype.type(threshold)
+    return splits

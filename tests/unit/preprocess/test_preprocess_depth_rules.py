@@ -222,6 +222,11 @@ def test_reused_metadata_needs_the_identical_layout(tmp_path, monkeypatch):
     with pytest.raises(UserError) as error:
         run(tmp_path, monkeypatch, other, {"data/more.parquet": table(ROWS)})
     assert error.value.where == "depth_layouts" and "identical layout definition" in error.value.problem
+    unset = config(preprocessing_data_path="data/more.parquet", metadata_config_path=str(first.relative_to(tmp_path)))
+    del unset["depth_layouts"]
+    with pytest.raises(UserError) as error:
+        run(tmp_path, monkeypatch, unset, {"data/more.parquet": table(ROWS)})
+    assert error.value.problem.startswith(f"are not set, but {first} was written with the depth layouts {{")
 
 
 def stored(root: Path, split: int = 0):

@@ -430,6 +430,22 @@ CASES = [
     ),
     ("split_values count", {**CUTOFF, "split_values": [0.5]}, ONLY_DATA, None, "split_values", "make 2 splits"),
     (
+        "split_values missing",
+        {**CUTOFF, "split_values": []},
+        ONLY_DATA,
+        None,
+        "split_values",
+        "value_cutoff needs the cutoffs: 2 for the 3 splits of split_ratios",
+    ),
+    (
+        "value_cutoff with one split",
+        {**CUTOFF, "split_values": [], "split_ratios": [1.0]},
+        ONLY_DATA,
+        None,
+        "split_ratios",
+        "at least two splits, but split_ratios lists one; for a single split, use split_method: within_sequence",
+    ),
+    (
         "split_values decreasing",
         {**CUTOFF, "split_values": [0.6, 0.3]},
         ONLY_DATA,

@@ -20,6 +20,7 @@ from reference_helpers import (
     reference_config,
 )
 
+from sequifier.config.errors import UserError
 from sequifier.config.preprocess import load_preprocess_config
 from sequifier.data.metadata import NORMALIZATION_EPSILON
 from sequifier.data.stored import load_split
@@ -47,6 +48,24 @@ def test_static_id_map_fixes_ids_and_sends_other_values_to_other(tmp_path, monke
     ids = first_window_values(tmp_path, metadata, "event")
     reference = load_split(REFERENCE_DIR / "data" / "events-split0.parquet", ["event"], ["event"]).columns["event"]
     np.testing.assert_array_equal(ids, np.select([reference == 3, reference == 4, reference == 0], [10, 3, 0], 1))
+
+
+def test_a_static_id_map_listing_a_value_twice_is_refused(tmp_path, monkeypatch):
+    (tmp_path / "configs" / "id_maps").mkdir(parents=True)
+    (tmp_path / "configs" / "id_maps" / "event.json").write_text('{"e01": 3, "e01": 7, "e00": 4}')
+    with pytest.raises(UserError, match=r"event\.json: lists the value 'e01' twice; each value has one id"):
+        preprocess(tmp_path, monkeypatch)
+
+
+def test_a_static_id_map_beside_reused_metadata_is_not_applied_and_a_note_says_so(tmp_path, monkeypatch, capsys):
+    (tmp_path / "configs" / "metadata_configs").mkdir(parents=True)
+    (tmp_path / "configs" / "metadata_configs" / "events.json").write_text(REFERENCE_METADATA.read_text())
+    (tmp_path / "configs" / "id_maps").mkdir(parents=True)
+    (tmp_path / "configs" / "id_maps" / "event.json").write_text(json.dumps({"e01": 3, "e00": 10}))
+    metadata = preprocess(tmp_path, monkeypatch, metadata_config_path="configs/metadata_configs/events.json")
+    assert metadata["id_maps"]["event"] == read_json(REFERENCE_METADATA)["id_maps"]["event"]
+    note = "id_maps/event.json is not applied: the reused metadata (metadata_config_path) decides event's ids"
+    assert note in capsys.readouterr().err
 
 
 def shifted_input(tmp_path) -> object:

@@ -236,6 +236,19 @@ def test_value_cutoffs_on_a_decimal_column_compare_as_numbers(cutoffs, tmp_path,
     assert starts == [[(1, 0)], [(1, 4), (2, 0)], [(2, 5)]]
 
 
+@pytest.mark.parametrize(
+    "offset, cutoffs", [(2**60, [2**60 + 4, 2**60 + 10]), (0, [3.5, 9.5])], ids=["beyond-2**53", "float-cutoffs"]
+)
+def test_value_cutoffs_on_int64_values_compare_exactly(offset, cutoffs, tmp_path, monkeypatch):
+    """Nanosecond times stored as int64, say: a float64 resolves only steps of 256 at 2**60."""
+    table = cutoff_table()
+    day = pa.array(table.column("day").to_numpy() + offset, pa.int64())
+    table = table.set_column(table.schema.get_field_index("day"), "day", day)
+    _, splits = split_by_day(tmp_path, monkeypatch, table, cutoffs)
+    starts = [sorted(set(zip(w.sequence_ids.tolist(), w.split_start_item_positions.tolist()))) for w in splits]
+    assert starts == [[(1, 0)], [(1, 4), (2, 0)], [(2, 5)]]
+
+
 def test_cutoffs_on_times_of_a_time_zone_need_an_offset():
     zoned = pa.timestamp("us", tz="UTC")
     assert cutoff_values(("2020-01-04 00:00:00+01:00",), "at", zoned)[0].as_py().hour == 23
