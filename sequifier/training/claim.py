@@ -70,9 +70,11 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
     folders[-1].mkdir(parents=True, exist_ok=True)  # the folder the lock is taken on
     _refuse_folders_named_as_checkpoints(folders[-1])
     descriptor = os.open(folders[-1], os.O_RDONLY)
+    held = False  # a folder another run locked stays, even where this run saw it missing a moment before
     try:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            held = True
         except BlockingIOError:
             raise UserError(
                 "model_name",
@@ -81,11 +83,12 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
             ) from None
         except OSError as error:  # a file system without these locks (flock as NFS emulates it may refuse)
             logger.debug("no lock on %s: %s", folders[-1], error.strerror)
+            held = True
         _own_logs_folders(spec)
         yield
     finally:
         os.close(descriptor)
-        if created:
+        if created and held:
             with contextlib.suppress(OSError):
                 folders[-1].rmdir()  # only when empty: a run refused before its first checkpoint leaves no folder
 

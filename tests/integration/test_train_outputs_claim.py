@@ -11,6 +11,7 @@ from conftest import tiny_train_config
 from run_helpers import project_with
 
 from sequifier import cli
+from sequifier.training import claim
 
 HOLD_LOCK = """
 import fcntl, os, sys, time
@@ -70,6 +71,28 @@ def test_a_model_name_another_process_trains_is_refused(tmp_path, monkeypatch, c
     monkeypatch.chdir(project)
     assert cli.main(["train", "training_plan.epochs=1"]) == 0  # the lock went with its process
     assert list((project / "models").glob("*.onnx"))
+
+
+def test_a_run_refused_by_a_lock_taken_after_it_found_no_folder_leaves_that_folder(tmp_path, monkeypatch, capsys):
+    """The other run made and locked the folder in between: removing it would let a third run in beside it."""
+    project = project_with(tmp_path, "project", tiny_train_config())
+    folder = project / "checkpoints" / tiny_train_config()["model_name"]
+    holders = []
+
+    def locked_by_another_run_meanwhile(made: Path) -> None:
+        holders.append(
+            subprocess.Popen([sys.executable, "-c", HOLD_LOCK, str(made)], stdout=subprocess.PIPE, text=True)
+        )
+        assert holders[0].stdout.readline().strip() == "held"
+
+    monkeypatch.setattr(claim, "_refuse_folders_named_as_checkpoints", locked_by_another_run_meanwhile)
+    try:
+        assert "is being trained by another process of this project" in _refusal(project, monkeypatch, capsys)
+        assert folder.is_dir()
+    finally:
+        for holder in holders:
+            holder.kill()
+            holder.wait()
 
 
 def test_a_model_file_the_disk_refuses_after_training_is_one_line_and_a_resume_exports_it(
