@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, Iterator
 
 import numpy as np
 import torch
@@ -13,6 +15,7 @@ from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec
 from sequifier.config.resolve import PartSpec, RunSpec
 from sequifier.data.fingerprint import check_same_meanings
+from sequifier.data.set_lock import reading_whole, swap_cut_short
 from sequifier.data.stored import file_window_counts, load_split
 from sequifier.data.stored_windows import StoredWindows, check_window_length
 from sequifier.data.views import Batch, ViewShape, WindowTensors, gather_batch, to_tensors, training_views
@@ -106,6 +109,25 @@ def load_parts(spec: RunSpec, ranks: Ranks = SINGLE) -> dict[tuple[str, str], Pa
             validation,
         )
     return loaded
+
+
+@contextmanager
+def splits_held_whole(spec: RunSpec, note: Callable[[str], None]) -> Iterator[None]:
+    """While active, no preprocess run swaps outputs into the folders of the run's splits. A set there that a killed
+    preprocess run left half swapped is refused."""
+    splits = [path for part in spec.parts for path in (part.train_path, part.validation_path) if path is not None]
+    folders = {path.parent for path in splits}
+    with reading_whole(folders, note):
+        for folder in sorted(folders):
+            record = swap_cut_short(folder)
+            if record is not None:
+                raise UserError(
+                    str(folder),
+                    f"holds a mix of two preprocess runs' outputs: the run whose record is {record} was killed "
+                    "while it swapped its outputs in; run `sequifier preprocess` again (it first puts the earlier "
+                    "outputs back), then train",
+                )
+        yield
 
 
 def resident_dtypes(specs: dict[str, ColumnSpec], columns: list[str]) -> dict[str, np.dtype]:

@@ -7,7 +7,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from sequifier.config.errors import UserError
+from sequifier.config.errors import UserError, os_problem
 
 # torch wraps the unpickler's finding in advice lines; these start them.
 _ADVICE = ("Weights only load failed", "Please file an issue", "Check the documentation")
@@ -32,6 +32,8 @@ def load_weights_only(path: Path, what: str) -> Any:
     _check_sums(path, what)
     try:
         return torch.load(path, weights_only=True, map_location="cpu")
+    except OSError as error:  # gone or unreadable since it was listed
+        raise UserError(str(path), f"cannot read this {what}: {os_problem(error)}") from None
     except pickle.UnpicklingError as error:
         raise UserError(
             str(path), f"not a readable {what}: unpickling with weights_only=True failed ({_finding(error)})"

@@ -1,4 +1,5 @@
-"""What all ranks of a distributed run must decide alike: the loss normalization, when to snapshot, when to stop.
+"""What all ranks of a distributed run must decide alike: the loss normalization, when to snapshot, when to stop;
+and the data they read must be the same.
 
 Each is one small all-reduce; in a single-process run each is the local value.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from sequifier.config.errors import UserError
 from sequifier.distributed.ranks import Ranks
 from sequifier.training.snapshots import LATEST_ONLY, PERSISTENT
 from sequifier.training.stop import GracefulStop
@@ -51,3 +53,19 @@ def agreed_stop(stop: GracefulStop, ranks: Ranks) -> bool:
         stop.requested = stop.requested or "a signal to another process"
         return True
     return False
+
+
+def check_ranks_read_alike(split_digests: dict[str, dict[str, str]], ranks: Ranks) -> None:
+    """Refuse, on every rank, a run whose ranks read other contents of a split: each rank holds the data folder's
+    lock only while it reads, so a preprocess run can swap new outputs in between two ranks' reads."""
+    if not ranks.joined:
+        return
+    read = ranks.gather(split_digests)
+    for rank, digests in enumerate(read[1:], start=1):
+        for part, splits in read[0].items():
+            if digests.get(part) != splits:
+                raise UserError(
+                    f"dataset_training.{part}.metadata_config_path",
+                    f"rank 0 and rank {rank} of this run read other contents of its splits (a preprocess run "
+                    "replaced them between their reads); start the run again",
+                )

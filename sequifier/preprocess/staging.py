@@ -6,7 +6,7 @@ swap moves each existing target aside to a backup beside it, renames the staged 
 and, once all are in place, removes the backups; a failure puts every backup back. A record in the
 staging folder names the owner process, the files staged beside targets and the moves of the swap,
 so that the next run removes what a killed run staged and rolls back (or finishes) its swap; nothing
-of a run is touched while its process exists.
+of a run is touched while its process exists. Runs swap in turn (data/set_lock.py), so the last one's set is whole.
 """
 
 from __future__ import annotations
@@ -29,13 +29,11 @@ from sequifier.atomic import (
     write_text_atomic,
 )
 from sequifier.data.csv_meanings import SUFFIX as MEANINGS_SUFFIX
+from sequifier.data.set_lock import RECORD, STAGING_NAME, swapping_alone
 from sequifier.deferred_signals import signals_deferred
 from sequifier.preprocess.progress import log
 from sequifier.preprocess.signals import exit_if_stop_requested
 
-# The staging folder is a temp of this name in the output folder; one left by a killed run is removed by the next.
-STAGING_NAME = "preprocess"
-RECORD = "run.json"
 KEPT = "; the previous outputs are unchanged"
 # What follows the data name in the name of a split output (a file, a shard folder, a csv split's meanings).
 SPLIT_OUTPUT_SUFFIX = rf"-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?"
@@ -211,6 +209,7 @@ class Staging:
         recover_abandoned(output_folder, metadata_folder)
         remove_stale_temps(output_folder / STAGING_NAME)
         self.created = _created_folders(output_folder)
+        self.output_folder = output_folder
         self.root = temp_path_for(output_folder / STAGING_NAME)
         self.spill = self.root / "spill"
         self.parts = self.root / "parts"
@@ -259,6 +258,10 @@ class Staging:
         If any step fails, every target gets back what it held before and the error is raised. Ctrl-C and
         SIGTERM wait until the swap (or its rollback) is done; SIGKILL is what the journal is for.
         """
+        with swapping_alone(self.output_folder, log):
+            self._swap(pairs)
+
+    def _swap(self, pairs: list[tuple[Path, Path]]) -> None:
         for staged, target in pairs:
             target.parent.mkdir(parents=True, exist_ok=True)
             backup = _backup_path(target) if os.path.lexists(target) else None

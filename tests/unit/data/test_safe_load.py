@@ -32,3 +32,10 @@ def test_a_file_that_is_no_pytorch_archive_says_so(tmp_path, content):
         load_weights_only(path, "checkpoint")
     assert caught.value.where == str(path) and caught.value.problem.startswith("not a readable checkpoint: ")
     assert "(101)" not in caught.value.problem
+
+
+def test_a_file_gone_since_it_was_listed_is_named_as_missing(tmp_path):
+    with pytest.raises(UserError) as caught:
+        load_weights_only(tmp_path / "gone.pt", "PT shard")
+    assert caught.value.where == str(tmp_path / "gone.pt")
+    assert caught.value.problem == "cannot read this PT shard: No such file or directory"

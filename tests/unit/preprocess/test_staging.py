@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import yaml
+from reference_helpers import KILLED_IN_THE_SWAP
 
 import sequifier.atomic as atomic_module
 from sequifier.config.errors import UserError
@@ -222,19 +223,6 @@ def _killed_run(root: Path, script: str) -> None:
     )
     result = subprocess.run([sys.executable, "-c", program], cwd=root, env=dict(os.environ, PYTHONPATH=str(ROOT)))
     assert result.returncode == -signal.SIGKILL
-
-
-KILLED_IN_THE_SWAP = """
-import os, signal
-import sequifier.preprocess.staging as staging
-real, calls = staging.replace_durably, []
-def dying(source, target):
-    calls.append(target)
-    if len(calls) == 3:
-        os.kill(os.getpid(), signal.SIGKILL)
-    real(source, target)
-staging.replace_durably = dying
-"""
 
 
 def test_a_run_killed_in_the_middle_of_the_swap_is_rolled_back_by_the_next_run(tmp_path):
