@@ -22,7 +22,22 @@ MAX_CLASSES = 2**31  # the most classes a categorical column (its embedding and 
 NORMALIZATION_EPSILON = 1e-9
 
 CATEGORICAL_TYPE = "Int64"
-REAL_TYPES = ("Float64", "Float32")
+# What metadata may record: the types this release writes, and the others 3.x's `column_data_types` option writes
+# (its ids as any integer type, its reals as any float type; also in lower case).
+_INTEGER_TYPES = ("Int8", "Int16", "Int32", "Int64", "UInt8", "UInt16", "UInt32", "UInt64")
+_FLOAT_TYPES = ("Float16", "Float32", "Float64")
+_KINDS = {
+    spelling: kind
+    for names, kind in ((_INTEGER_TYPES, "categorical"), (_FLOAT_TYPES, "real"))
+    for name in names
+    for spelling in (name, name.lower())
+}
+
+
+def column_kind(data_type: str) -> str | None:
+    """The kind of column a type name makes (categorical: integer types, real: float types); None for others."""
+    return _KINDS.get(data_type) if isinstance(data_type, str) else None
+
 
 # Key order of the metadata JSON written by sequifier 3.x.
 JSON_KEY_ORDER = (
@@ -87,11 +102,11 @@ class DatasetMetadata:
 
     @property
     def categorical_columns(self) -> list[str]:
-        return [c for c, t in self.column_data_types.items() if t == CATEGORICAL_TYPE]
+        return [c for c, t in self.column_data_types.items() if column_kind(t) == "categorical"]
 
     @property
     def real_columns(self) -> list[str]:
-        return [c for c, t in self.column_data_types.items() if t in REAL_TYPES]
+        return [c for c, t in self.column_data_types.items() if column_kind(t) == "real"]
 
     def to_json_dict(self) -> dict:
         """Plain dict in the 3.x key order; unknown keys read earlier come last."""
@@ -230,8 +245,12 @@ def check_metadata(where: str, meta: DatasetMetadata) -> None:
     if meta.special_token_ids != SPECIAL_TOKEN_IDS:
         raise UserError(where, f"special_token_ids must be {json.dumps(SPECIAL_TOKEN_IDS)}")
     for column, dtype in meta.column_data_types.items():
-        if dtype != CATEGORICAL_TYPE and dtype not in REAL_TYPES:
-            raise UserError(where, f"column_data_types[{column!r}] is {dtype!r}; expected Int64, Float64 or Float32")
+        if column_kind(dtype) is None:
+            raise UserError(
+                where,
+                f"column_data_types[{column!r}] is {dtype!r}; expected an integer type ({', '.join(_INTEGER_TYPES)}) "
+                f"for a categorical column or a float type ({', '.join(_FLOAT_TYPES)}) for a real one",
+            )
     for column in meta.categorical_columns:
         if column not in meta.id_maps or column not in meta.n_classes:
             raise UserError(where, f"categorical column {column!r} has no id_maps/n_classes entry")

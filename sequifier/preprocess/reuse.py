@@ -8,12 +8,8 @@ from typing import Optional
 
 from sequifier.config.errors import UserError, absent_file
 from sequifier.config.preprocess import PreprocessConfig
-from sequifier.data.metadata import CATEGORICAL_TYPE, DatasetMetadata, read_metadata
+from sequifier.data.metadata import DatasetMetadata, column_kind, read_metadata
 from sequifier.preprocess.progress import log
-
-
-def _kind(column_type: str) -> str:
-    return "categorical" if column_type == CATEGORICAL_TYPE else "real"
 
 
 @dataclass(frozen=True)
@@ -36,13 +32,13 @@ class ReusedMeaning:
         for column, column_type in types.items():
             if column not in known:
                 raise self.mismatch(column, f"is a column of {data_file} but not of {self.path}")
-            if _kind(known[column]) != _kind(column_type):
+            if column_kind(known[column]) != column_kind(column_type):
                 raise self.mismatch(
                     column,
-                    f"is {_kind(known[column])} in {self.path} but {_kind(column_type)} in {data_file} "
+                    f"is {column_kind(known[column])} in {self.path} but {column_kind(column_type)} in {data_file} "
                     "(set categorical_columns/real_columns to match)",
                 )
-            needs_statistics = self.metadata.normalize_real_columns and _kind(column_type) == "real"
+            needs_statistics = self.metadata.normalize_real_columns and column_kind(column_type) == "real"
             if needs_statistics and column not in self.metadata.selected_columns_statistics:
                 raise self.mismatch(column, f"has no normalization statistics in {self.path} (needed for {data_file})")
 
@@ -52,7 +48,7 @@ class ReusedMeaning:
         used = (self.metadata.normalize_real_columns, self.metadata.normalize_on_all_data)
         stated = (config.normalize_real_columns, config.normalize_on_all_data)
         names = ("normalize_real_columns", "normalize_on_all_data")
-        has_reals = any(_kind(column_type) == "real" for column_type in self.metadata.column_data_types.values())
+        has_reals = any(column_kind(column_type) == "real" for column_type in self.metadata.column_data_types.values())
         for name, theirs, ours in zip(names, used, stated, strict=True):
             matters = has_reals and (name == names[0] or self.metadata.selected_columns_statistics)
             if theirs != ours and matters:

@@ -18,10 +18,16 @@ from typing import Callable, Iterator
 import torch
 
 from sequifier.config.resolve import RunSpec
-from sequifier.data.datasets import PartData, load_parts, shuffled_batches
+from sequifier.data.datasets import PartData, load_parts, shuffled_batches, splits_held_whole
 from sequifier.data.prefetch import gathering_workers, prefetched
 from sequifier.data.views import Batch
-from sequifier.distributed.agreement import agreed_snapshot, agreed_stop, rank_counts, rank_means
+from sequifier.distributed.agreement import (
+    agreed_snapshot,
+    agreed_stop,
+    check_ranks_read_alike,
+    rank_counts,
+    rank_means,
+)
 from sequifier.distributed.parallel import is_sharded, rank_device, training_module
 from sequifier.distributed.ranks import SINGLE, Ranks
 from sequifier.distributed.state import model_state
@@ -36,6 +42,7 @@ from sequifier.training.divergence import check_loss, check_weights
 from sequifier.training.evaluation import Evaluation, Totals
 from sequifier.training.freezing import frozen_parameters, refuse_datasets_that_train_nothing
 from sequifier.training.heap import keep_freed_memory
+from sequifier.training.left_out_targets import note_targets_left_out
 from sequifier.training.live import EpochProgress, Throughput
 from sequifier.training.losses import dataset_losses
 from sequifier.training.monitor import Monitor
@@ -77,8 +84,12 @@ class Trainer:
         self.float16 = any(parameter.dtype == torch.float16 for parameter in self.network.parameters())
         self.frozen = frozen_parameters(self.network, config)
         refuse_datasets_that_train_nothing(self.network, config, self.frozen)
-        self.parts = timed("data loading")(load_parts)(spec, ranks)
+        with splits_held_whole(spec, logger.info):
+            self.parts = timed("data loading")(load_parts)(spec, ranks)
+            self.fingerprint = fingerprint(spec)
+        check_ranks_read_alike(self.fingerprint["splits"], ranks)
         timed("data loading")(fit_priors)(self.network, self.parts, ranks)
+        note_targets_left_out(self.network, self.parts, ranks)
         model = training_module(self.network, self.training, ranks, self.device)
         self.sharded = is_sharded(self.training, ranks)
         if ranks.joined:
@@ -98,7 +109,6 @@ class Trainer:
         self.last_finite_loss: float | None = None
         self.snapshots = SnapshotSchedule(self.training, clock)
         self.checkpoints = checkpoint_dir(spec.project_root, spec.model_name)
-        self.fingerprint = fingerprint(spec)
         self.run_id = new_run_id(spec.run_dir)
         self.validator = Validator(
             spec, self.parts, self.losses, self.network, self.runtime, ranks, self.sharded, self.device
