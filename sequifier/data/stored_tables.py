@@ -71,6 +71,20 @@ def _read_table(path: Path) -> pa.Table:
     return table
 
 
+def not_stored_windows(path: Path) -> str | None:
+    """Why the file `path` is no split file of stored windows, from its schema or header alone; None if it is one."""
+    try:
+        if path.suffix.lower() == ".csv":
+            with open(path, "rb") as stream:
+                names = pv.open_csv(stream).schema.names
+        else:
+            names = pq.read_schema(path).names
+    except (pa.ArrowException, OSError) as error:
+        return f"cannot be read as stored windows ({' '.join(str(error).split())[:200]})"
+    missing = [name for name in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if name not in names]
+    return f"holds no stored windows (no column {', '.join(missing)})" if missing else None
+
+
 def _check_schema(schema: pa.Schema, path: Path, empty: bool) -> None:
     """The bookkeeping columns are there; identifiers are integers, inputCol strings, values numbers."""
     missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in schema.names]

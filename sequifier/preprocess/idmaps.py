@@ -49,8 +49,13 @@ class CategoricalCodes:
 
 
 def comparable(values: pa.Array | pa.ChunkedArray) -> pa.Array | pa.ChunkedArray:
-    """`values` in a type Arrow's sorting and lookups take: float16 (which they do not) widened exactly to float32."""
-    return values.cast(pa.float32()) if pa.types.is_float16(values.type) else values
+    """`values` as Arrow's sorting and lookups take them: float16 (which they do not) widened exactly to float32, and
+    every NaN as one NaN (Arrow's lookups tell NaNs apart by their bits, which id maps, spelling each `nan`, do not)."""
+    if pa.types.is_float16(values.type):
+        values = values.cast(pa.float32())
+    if pa.types.is_floating(values.type):
+        values = pc.if_else(pc.is_nan(values), pa.scalar(float("nan"), values.type), values)
+    return values
 
 
 def value_names(values: pa.Array) -> list[str]:

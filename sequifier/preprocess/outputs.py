@@ -16,7 +16,7 @@ from sequifier.data.csv_meanings import meanings_file, write_meanings_file
 from sequifier.data.fingerprint import KEY as MEANINGS_KEY
 from sequifier.data.folder_metadata import CONTENT_DIGEST, FOLDER_METADATA
 from sequifier.data.pt_shards import content_digest, pt_payload
-from sequifier.data.stored_tables import WINDOW_LENGTH_KEY, stored_schema, windows_to_table
+from sequifier.data.stored_tables import WINDOW_LENGTH_KEY, not_stored_windows, stored_schema, windows_to_table
 from sequifier.data.stored_windows import StoredWindows
 
 
@@ -50,7 +50,10 @@ class OutputForm:
         if not os.path.lexists(target):
             return None
         if self.merged:
-            return None if target.is_file() else "is a folder or other entry, not an earlier split file"
+            if not target.is_file():
+                return "is a folder or other entry, not an earlier split file"
+            problem = not_stored_windows(target)
+            return None if problem is None else f"is not an earlier split file: it {problem}"
         if not target.is_dir() or target.is_symlink():
             return "is a file or link, not an earlier split folder"
         own = f"{self.data_name}-split{split}-"

@@ -314,8 +314,8 @@ def _note_earlier_splits(folder: Path, data_name: str, written: set[str]) -> Non
     )
     if earlier:
         log(
-            f"note: {', '.join(earlier)} in {folder} are not this run's (an earlier run's splits); the metadata lists "
-            "only this run's, so they are never read through it, and can be removed"
+            f"note: {', '.join(earlier)} in {folder} are not this run's outputs (an earlier run's splits, or files "
+            "named like them); the metadata lists only this run's, so they are never read through it"
         )
 
 

@@ -89,6 +89,10 @@ class DistinctValues:
     def result(self) -> pa.Array:
         self._fold()
         distinct = self.chunks[0].drop_null()
+        if pa.types.is_floating(distinct.type):  # NaNs of other bits are one value
+            nan = pc.is_nan(comparable(distinct))
+            first_nan = pc.index(nan, True).as_py()
+            distinct = distinct.filter(pc.or_(pc.invert(nan), pc.equal(pa.array(range(len(distinct))), first_nan)))
         keys = {"value": comparable(distinct)}
         if pa.types.is_floating(distinct.type):  # -0.0 before 0.0, which compare equal, whatever the rows' order
             keys["negative"] = pc.less(pc.divide(1.0, distinct.cast(pa.float64())), 0.0)

@@ -470,6 +470,30 @@ CASES = [
         "is a folder or other entry, not an earlier split file",
     ),
     (
+        "a table of the user's where a split file goes",
+        {},
+        {DATA: good_table(), "data/events-split0.parquet": pa.table({"customer": ["alice"], "balance": [1.0]})},
+        None,
+        "{root}/data/events-split0.parquet",
+        "is not an earlier split file: it holds no stored windows (no column sequenceId, subsequenceId,",
+    ),
+    (
+        "a csv of the user's where a csv split goes",
+        {"write_format": "csv"},
+        {DATA: good_table(), "data/events-split1.csv": "sequenceId,itemPosition,event\n0,0,a\n"},
+        None,
+        "{root}/data/events-split1.csv",
+        "it holds no stored windows (no column subsequenceId, startItemPosition,",
+    ),
+    (
+        "a file of no format where a split file goes",
+        {},
+        {DATA: good_table(), "data/events-split2.parquet": b"PAR1 not a footer"},
+        None,
+        "{root}/data/events-split2.parquet",
+        "is not an earlier split file: it cannot be read as stored windows (",
+    ),
+    (
         "a split folder holding other files",
         {"write_format": "parquet", "merge_output": False},
         {

@@ -270,6 +270,23 @@ def test_minus_zero_and_zero_get_the_same_ids_whatever_comes_first(first, tmp_pa
     assert list(id_map) == ["-1.0", "-0.0", "0.0", "1.0"] and sorted(id_map.values()) == list(id_map.values())
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_nans_of_other_bits_are_one_value_of_a_categorical_column(dtype, tmp_path, monkeypatch):
+    with np.errstate(invalid="ignore"):
+        other_nan = np.array([np.inf], dtype=dtype) - np.array([np.inf], dtype=dtype)  # x86 gives the sign bit set
+    values = np.array([np.nan, 1.0, other_nan[0], 2.0, np.nan], dtype=dtype)
+    assert len({v.tobytes() for v in values[np.isnan(values)]}) == 2
+    table = pa.table({"sequenceId": np.zeros(5, dtype=np.int64), "itemPosition": np.arange(5), "code": values})
+    pq.write_table(table, tmp_path / "codes.parquet")
+    settings = dict(selected_columns=None, categorical_columns=["code"], window_length=5, split_ratios=[1.0])
+    metadata = preprocess(tmp_path / "p", monkeypatch, data_file=tmp_path / "codes.parquet", **settings)
+    id_map = metadata["id_maps"]["code"]
+    assert [name for name in id_map if not name.startswith("[")] == ["1.0", "2.0", "nan"]
+    assert metadata["n_classes"]["code"] == max(id_map.values()) + 1
+    stored = load_split(tmp_path / "p" / metadata["split_paths"][0], ["code"], ["code"]).columns["code"][0]
+    assert list(stored) == [id_map[name] for name in ["nan", "1.0", "nan", "2.0", "nan"]]
+
+
 def test_a_categorical_column_with_no_value_at_all_is_warned_about(tmp_path, monkeypatch, capsys):
     table = pq.read_table(REFERENCE_PARQUET)
     index = table.schema.get_field_index("channel")
