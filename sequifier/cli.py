@@ -169,7 +169,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         folder = os.getcwd()
     except OSError:
-        folder = ""  # a removed working folder: the command names what it cannot find
+        print("error: working folder: no longer exists (it was removed after the shell entered it); cd into an "
+              "existing folder and run again", file=sys.stderr)  # fmt: skip
+        return 2
     arguments = sys.argv[1:] if argv is None else argv
     encoding = sys.getfilesystemencoding()
     if encoding.replace("-", "").lower() != "utf8" and any(map(not_utf8, [folder, *arguments])):

@@ -5,7 +5,8 @@ static destructors; nothing of that reaches a file. Before leaving, threading's 
 threads are joined, then the atexit handlers run (logging flushes its handlers there) and stdout and stderr
 are flushed, as a normal exit would. Ctrl-C (SIGINT), SIGTERM or SIGHUP that reaches the top (no part of the
 command handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and
-ends the process with one line and code 130 / 143 / 129, as a shell reports them; a MemoryError that reaches the
+ends the process with one line and code 130 / 143 / 129, as a shell reports them (also where a library that was
+loading turned it into an ImportError); a MemoryError that reaches the
 top is one line and code 1; any other exception that escapes the command still takes the normal way out, with its
 traceback.
 """
@@ -42,7 +43,13 @@ def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
         if signal.getsignal(number) is signal.SIG_DFL:  # Python's own handler already turns SIGINT into Ctrl-C
             signal.signal(number, _raise_terminated)
     try:
-        status = main()
+        try:
+            status = main()
+        except ImportError as failed:
+            stop = _stop_behind(failed)
+            if stop is None:
+                raise
+            raise stop from None
     except SystemExit as stop:
         status = stop.code
     except KeyboardInterrupt:
@@ -55,6 +62,18 @@ def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
         print(f"error: out of memory: an allocation failed{_memory_limit()}", file=sys.stderr)
         status = 1
     leave(status)
+
+
+def _stop_behind(error: BaseException) -> KeyboardInterrupt | Terminated | None:
+    """The stop signal's exception that a C extension turned into `error` while it loaded (onnxruntime's
+    "initialization failed"), if one is in its chain of causes."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        if isinstance(error, (KeyboardInterrupt, Terminated)):
+            return error
+        seen.add(id(error))
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _memory_limit() -> str:

@@ -31,6 +31,7 @@ from sequifier.config.validate import reject_historical, validate
 
 ENTRY_NAME = "sequifier_train_entry"
 UNQUOTED_VALUE = r"[\w\-+./:@]+"  # what Hydra reads as a plain value: letters, digits and _-+./:@
+OVERRIDE_KEY_CHARACTER = re.compile(r"[A-Za-z0-9_\-./@\[\]]")  # what Hydra's grammar reads in a key
 LONGEST_OVERRIDE_KEY = 240  # bytes: Hydra stats <its conf folder>/<key> to tell a preset group from a field
 SCHEMA_NAME = "sequifier_train_schema"
 USER_NAME = "sequifier_user_config"
@@ -91,6 +92,13 @@ def parse_overrides(overrides: list[str]) -> Overrides:
             )
         if value.startswith("="):
             raise UserError(override, f"holds '=='; an override is written {key}=<value>")
+        unreadable = sorted({char for char in path if not OVERRIDE_KEY_CHARACTER.fullmatch(char)})
+        if unreadable:
+            raise UserError(
+                override,
+                f"the key holds {', '.join(map(repr, unreadable))}: Hydra reads override keys of ASCII letters, "
+                "digits, _ and - (joined by . or /) only; set this field in the config file instead",
+            )
     overrides = [_null_field_deletion(dotted_indices(o)) for o in overrides]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import stat
 from pathlib import Path
 from typing import Iterable
 
@@ -56,7 +57,21 @@ def absent_file(path: Path) -> str:
         return f"is {link}"
     if path.is_dir():
         return "is a folder, not a file"
+    if special := special_file(path):
+        return f"is {special}, not a regular file"
     return "does not exist" + missing_folder(path)
+
+
+def special_file(path: Path) -> str | None:
+    """What `path` is where it is neither a regular file nor a folder but exists (a named pipe, a socket, a
+    device); None otherwise."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    kinds = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISSOCK, "a socket"))
+    kinds += ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"))
+    return next((name for test, name in kinds if test(mode)), None)
 
 
 def missing_folder(path: Path) -> str:

@@ -6,12 +6,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sequifier.config.depth import check_depth, deep_columns
-from sequifier.config.errors import UserError, absent_file
+from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig, dataset_model_name
 from sequifier.config.validate import CRITERIA
 from sequifier.data.column_names import column_name_problem
-from sequifier.data.metadata import DatasetMetadata, read_metadata
+from sequifier.data.metadata import DatasetMetadata, absent_metadata, read_metadata
 
 PART_CONTRACT = (
     "column_data_types",
@@ -190,9 +190,7 @@ def _part_spec(
     where = f"dataset_training.{dataset}.parts.{part}.metadata_config_path"
     metadata_path = root / metadata_config_path
     if not metadata_path.is_file():
-        raise UserError(
-            where, f"metadata file {metadata_path} {absent_file(metadata_path)} (run `sequifier preprocess` first?)"
-        )
+        raise UserError(where, absent_metadata(metadata_path, naming_it=True))
     metadata = read_metadata(metadata_path)
     training = config.global_training
     needed = training.context_length + training.target_offset

@@ -107,6 +107,7 @@ INIT_METHOD_ALIASES = {
     "glorot_normal": "xavier_normal",
 }
 SPECIAL_TOKENS = ("unknown", "other", "mask")
+TRAINING_OBJECTIVES = ("causal",)
 LAYER_TYPES = ("embedding", "linear", "conv", "norm", "decoder")  # keys of global_training.layer_type_dtypes
 LAYER_DTYPES = ("float32", "float64", "bfloat16", "float16")  # its values: torch dtype names
 
@@ -318,7 +319,7 @@ class GlobalTrainingConfig:
         "stored form of the preprocessed data (parquet also reads merged csv splits)",
         choices=("parquet", "pt"),
     )
-    training_objective: str = option("causal", "training objective", choices=("causal",))
+    training_objective: str = option("causal", "training objective", choices=TRAINING_OBJECTIVES)
     context_length: int = option(doc="number of time steps the model reads")
     target_offset: int = option(1, "how many steps ahead the targets lie")
     window_stride: Optional[int] = option(

@@ -292,10 +292,18 @@ def metadata_from_dict(raw: dict, where: str = "metadata") -> DatasetMetadata:
     return meta
 
 
+def absent_metadata(path: Path, naming_it: bool = False) -> str:
+    """Why there is no metadata file to read at `path` (named in the text if `naming_it`), with the likely remedy
+    where nothing is there."""
+    reason = absent_file(path)
+    remedy = " (run `sequifier preprocess` first?)" if reason.startswith("does not exist") else ""
+    return f"metadata file {f'{path} ' if naming_it else ''}{reason}{remedy}"
+
+
 def read_metadata(path: Path) -> DatasetMetadata:
     path = Path(path)
     if not path.is_file():
-        raise UserError(str(path), f"metadata file {absent_file(path)} (run `sequifier preprocess` first?)")
+        raise UserError(str(path), absent_metadata(path))
     return metadata_from_dict(read_json(path), where=str(path))
 
 

@@ -43,8 +43,21 @@ def load_weights_only(path: Path, what: str) -> Any:
             raise UserError(
                 str(path), f"not a readable {what}: not a PyTorch file (no zip archive as torch.save writes)"
             ) from None
+        if not _has_version_record(path):
+            raise UserError(
+                str(path), f"not a readable {what}: a zip archive, but not one torch.save wrote (no version record)"
+            ) from None
         said = " ".join(str(error).split())[:200] or type(error).__name__
         raise UserError(str(path), f"not a readable {what} ({said})") from None
+
+
+def _has_version_record(path: Path) -> bool:
+    """Whether the zip archive at `path` holds the `version` record every archive of torch.save holds."""
+    try:
+        with zipfile.ZipFile(path) as archive:
+            return any(name.rsplit("/", 1)[-1] == "version" for name in archive.namelist())
+    except (zipfile.BadZipFile, OSError, EOFError, ValueError):
+        return True  # not a readable archive: the caller's own message says more
 
 
 def _check_sums(path: Path, what: str) -> None:

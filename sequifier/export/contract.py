@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import depth_mask_input
+from sequifier.config.schema import TRAINING_OBJECTIVES
 from sequifier.data.column_names import PAD_INPUT, column_name_problem
 from sequifier.data.metadata import MAX_CLASSES, SPECIAL_TOKEN_IDS, check_id_map
 
@@ -223,8 +224,10 @@ def check_contract(contract: Any, where: str) -> None:
         raise problem(f"context_length must be from 1 to {MAX_CONTEXT_LENGTH}")
     if not 1 <= contract["prediction_length"] <= contract["context_length"]:
         raise problem("prediction_length must be from 1 to context_length")
-    if contract["target_offset"] < 0:
-        raise problem("target_offset must be >= 0")
+    if contract["target_offset"] < 1:
+        raise problem(f"target_offset must be at least 1, as training writes it, got {contract['target_offset']}")
+    if contract["objective"] not in TRAINING_OBJECTIVES:
+        raise problem(f"objective must be one of {', '.join(TRAINING_OBJECTIVES)}, got {contract['objective']!r:.60}")
     if "embedding_dim" in contract and not (_is_int(contract["embedding_dim"]) and contract["embedding_dim"] >= 1):
         raise problem("embedding_dim must be a positive integer")
     layouts = contract.get("depth_layouts", {})

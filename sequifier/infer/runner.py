@@ -242,12 +242,9 @@ def infer_model(
         with staged.placing_alone():
             try:
                 staged.check_placeable()
-            except OSError as error:
-                raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
-            try:
                 written = staged.place()
             except OSError as error:
-                raise _output_error(error, outputs, model_file, "some parts of this run may be in place") from None
+                raise _output_error(error, outputs, model_file, "the previous outputs are unchanged") from None
     finally:
         staged.discard()
     progress.close()

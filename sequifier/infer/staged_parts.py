@@ -76,19 +76,30 @@ class StagedParts:
             _check_takes_files(folder)
 
     def place(self) -> list[Path]:
-        """Move every staged part to its final name, then remove the parts of earlier runs there; the final paths.
+        """Move every staged part to its final name in place of the parts of earlier runs there; the final paths.
 
-        Ctrl-C, SIGTERM and SIGHUP wait until the last one: a stop leaves this run's outputs whole, in place, and
-        then ends the run as it would have.
+        All or nothing: the earlier parts are first moved aside (a part that cannot be moved, such as an immutable
+        one, stops the run before anything of it is placed), and a failure puts them back. Ctrl-C, SIGTERM and
+        SIGHUP wait until the last move: a stop leaves this run's outputs whole, in place, and then ends the run
+        as it would have.
         """
-        placed = {final for _, final in self.parts}
         with signals_deferred():
-            for staged, final in self.parts:
-                replace_durably(staged, final)
             for folder in self._final_folders():
-                for old in folder.glob("part-*.*"):
-                    if _is_part_file(old) and old not in placed:
-                        old.unlink(missing_ok=True)
+                _remove_stale_backups(folder)
+            earlier = sorted(old for folder in self._final_folders() for old in folder.glob("part-*.*"))
+            aside = _moved_aside([old for old in earlier if _is_part_file(old)])
+            placed: list[Path] = []
+            try:
+                for staged, final in self.parts:
+                    replace_durably(staged, final)
+                    placed.append(final)
+            except BaseException:
+                for final in placed:
+                    final.unlink(missing_ok=True)
+                _put_back(aside)
+                raise
+            for backup in aside.values():
+                backup.unlink(missing_ok=True)
         return [final for _, final in self.parts]
 
     def _final_folders(self) -> set[Path]:
@@ -98,6 +109,37 @@ class StagedParts:
         """Remove the staging folders and whatever is still in them."""
         for stage in self.stages.values():
             remove_path(stage)
+
+
+def _moved_aside(parts: list[Path]) -> dict[Path, Path]:
+    """Each part renamed to a hidden backup beside it (part -> backup); on a failure the ones moved are put back
+    and the error names the part that could not move."""
+    aside: dict[Path, Path] = {}
+    for part in parts:
+        backup = temp_path_for(part)
+        try:
+            os.rename(part, backup)
+        except OSError as refused:
+            _put_back(aside)
+            raise OSError(refused.errno, refused.strerror, str(part)) from None
+        aside[part] = backup
+    return aside
+
+
+def _put_back(aside: dict[Path, Path]) -> None:
+    for part, backup in aside.items():
+        os.rename(backup, part)
+
+
+BACKUP_NAME = re.compile(r"\.(part-[0-9]+\.(csv|parquet))\..+\.tmp")
+
+
+def _remove_stale_backups(folder: Path) -> None:
+    """Backups of earlier parts that a run killed while placing its parts left in `folder`."""
+    for entry in folder.iterdir():
+        match = BACKUP_NAME.fullmatch(entry.name)
+        if match:
+            remove_stale_temps(folder / match.group(1))
 
 
 def _check_takes_files(folder: Path) -> None:

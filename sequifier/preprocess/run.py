@@ -351,7 +351,9 @@ def run_preprocess(config: PreprocessConfig) -> Path:
                 raise
             raise UserError(error.where, error.problem + staging.failure_note()) from None
         except OSError as error:
-            where = error.filename or str(output_folder(config))
+            where = Path(error.filename or output_folder(config))
+            if where.name.startswith(".") and where.name.endswith(".tmp"):
+                where = where.parent  # a file this run stages: the folder it is staged in refused it
             raise UserError(str(where), os_problem(error) + staging.failure_note()) from None
         except SystemExit:
             log(f"stopped by a signal{staging.failure_note()}")

@@ -14,7 +14,7 @@ import pyarrow.csv as pv
 import pyarrow.parquet as pq
 
 from sequifier.config.entries import not_utf8, shown
-from sequifier.config.errors import UserError, missing_folder
+from sequifier.config.errors import UserError, missing_folder, special_file
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
 from sequifier.preprocess.csv_lines import refused_line, unclosed_quote_line
 from sequifier.preprocess.idmaps import text_spellings
@@ -92,6 +92,8 @@ def input_files(config: PreprocessConfig) -> list[Path]:
     path = Path(config.preprocessing_data_path)
     if path.is_file():
         return [path]
+    if special := special_file(path):
+        raise UserError(str(path), f"is {special}, not a data file or folder")
     if not path.is_dir():
         raise UserError(str(path), "data file or folder not found" + missing_folder(path))
     if path.resolve() == (Path(config.project_root) / "data").resolve():

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,6 +50,27 @@ def _missing_infer_model(project: Path) -> list[str]:
     return ["infer"]
 
 
+def _named_pipe_as_metadata(project: Path) -> list[str]:
+    write_yaml(project / "configs" / "train.yaml", tiny_train_config())
+    metadata = project / "configs" / "metadata_configs" / "events.json"
+    metadata.unlink()
+    os.mkfifo(metadata)
+    return ["train"]
+
+
+def _named_pipe_as_model(project: Path) -> list[str]:
+    os.mkfifo(project / "pipe.onnx")
+    write_yaml(
+        project / "configs" / "infer.yaml", {"model_path": "pipe.onnx", "data_path": "data/events-split2.parquet"}
+    )
+    return ["infer"]
+
+
+def _named_pipe_as_input(project: Path) -> list[str]:
+    os.mkfifo(project / "data" / "pipe")
+    return ["preprocess", "--config-path", "configs/preprocess-parquet.yaml", "--data-path", "data/pipe"]
+
+
 CASES = [
     (_unknown_top_level, ["sed", "did you mean 'seed'"]),
     (_yaml_syntax, ["train.yaml", "line 3"]),
@@ -87,6 +111,9 @@ CASES = [
     ),
     (_missing_preprocess_config, ["configs/absent.yaml"]),
     (_missing_infer_model, ["models/none.onnx", "does not exist"]),
+    (_named_pipe_as_metadata, ["events.json is a named pipe (FIFO), not a regular file"]),
+    (_named_pipe_as_model, ["pipe.onnx: model file is a named pipe (FIFO), not a regular file"]),
+    (_named_pipe_as_input, ["data/pipe: is a named pipe (FIFO), not a data file or folder"]),
 ]
 
 
@@ -123,3 +150,16 @@ def test_several_problems_are_one_error_line_each_and_leave_no_checkpoint_folder
     )
     assert refused.returncode == 2, refused.stderr
     assert not (reference_project / "checkpoints" / "tiny").exists()
+
+
+@pytest.mark.parametrize("command", [["make", "p"], ["preprocess"], ["train"]])
+def test_a_working_folder_removed_under_the_shell_is_named(tmp_path: Path, command):
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = f'cd "{gone}" && rmdir "{gone}" && exec "{sys.executable}" -m sequifier "$@"'
+    result = subprocess.run(["bash", "-c", script, "bash", *command], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == (
+        "error: working folder: no longer exists (it was removed after the shell entered it); cd into an existing "
+        "folder and run again"
+    )

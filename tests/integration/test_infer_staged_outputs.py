@@ -157,6 +157,38 @@ def test_a_folder_that_takes_no_file_is_named_before_any_kind_moves(project, mon
     assert _hidden(project) == []
 
 
+def test_an_earlier_part_that_cannot_be_replaced_stops_the_run_before_any_kind_moves(project):
+    infer(project, GENERATIVE, output_probabilities=True)
+    kinds = ("predictions", "probabilities")
+    before = {kind: _snapshot(_folder(project, kind)) for kind in kinds}
+    locked = next(_folder(project, "probabilities").rglob("part-*"))
+    with immutable(locked), pytest.raises(UserError) as caught:
+        infer(project, GENERATIVE, output_probabilities=True, seed=7)
+    assert caught.value.where == str(locked)
+    assert "(Operation not permitted); the previous outputs are unchanged" in caught.value.problem
+    assert {kind: _snapshot(_folder(project, kind)) for kind in kinds} == before
+    assert _hidden(project) == []
+
+
+def test_a_move_that_fails_halfway_puts_every_earlier_part_back(project, monkeypatch):
+    infer(project, GENERATIVE, output_probabilities=True)
+    kinds = ("predictions", "probabilities")
+    before = {kind: _snapshot(_folder(project, kind)) for kind in kinds}
+    real_replace, calls = staged_parts.replace_durably, []
+
+    def failing_replace(source, target):
+        calls.append(target)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error", str(target))
+        real_replace(source, target)
+
+    monkeypatch.setattr(staged_parts, "replace_durably", failing_replace)
+    with pytest.raises(UserError, match="the previous outputs are unchanged"):
+        infer(project, GENERATIVE, output_probabilities=True, seed=7)
+    assert {kind: _snapshot(_folder(project, kind)) for kind in kinds} == before
+    assert _hidden(project) == []
+
+
 @pytest.mark.parametrize("in_the_way", ["a link to nothing", "a file"])
 def test_a_kind_folder_in_the_way_is_named_before_anything_is_written(in_the_way, project, tmp_path):
     kind_folder = project / "outputs" / "predictions"

@@ -126,3 +126,27 @@ def test_the_command_line_exits_with_the_commands_code(tmp_path):
     )
     assert done.returncode == 2
     assert "missing.yaml" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("stop", "code", "line"),
+    [("Terminated(15)", 143, "stopped by SIGTERM"), ("KeyboardInterrupt()", 130, "stopped by Ctrl-C (SIGINT)")],
+)
+def test_a_stop_that_a_loading_library_turned_into_an_import_error_is_still_a_stop(tmp_path, stop, code, line):
+    ending = "\n    ".join(
+        [
+            "from sequifier.fast_exit import Terminated",
+            "try:",
+            f"    raise {stop}",
+            "except BaseException as signal_arrived:",
+            "    raise ImportError('initialization failed') from signal_arrived",
+        ]
+    )
+    done = _run(tmp_path, ending)
+    assert done.returncode == code
+    assert "Traceback" not in done.stderr and done.stderr.strip() == line
+
+
+def test_an_import_error_of_no_stop_keeps_its_traceback(tmp_path):
+    done = _run(tmp_path, "raise ImportError('no module named nothing')")
+    assert done.returncode == 1 and "ImportError: no module named nothing" in done.stderr

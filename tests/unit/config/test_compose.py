@@ -167,6 +167,14 @@ def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
     assert parse_overrides(["model_name='модель✓'"]).all == ["model_name='модель✓'"]
 
 
+@pytest.mark.parametrize("override", ["sëed=3", "dataset.criterion.événement=MSELoss", "+glob*al=1"])
+def test_an_override_key_the_lexer_cannot_read_is_named_not_blamed_on_its_value(override):
+    with pytest.raises(UserError, match="Hydra reads override keys of ASCII letters, digits, _ and -") as caught:
+        parse_overrides([override])
+    assert caught.value.where == override and "quotes" not in caught.value.problem
+    assert parse_overrides(["model/backbone=small", "+dataset.parts[0].x=1"]).all
+
+
 @pytest.mark.parametrize(
     "override, problem",
     [

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import zipfile
+
 import pytest
 import torch
 
@@ -39,3 +41,15 @@ def test_a_file_gone_since_it_was_listed_is_named_as_missing(tmp_path):
         load_weights_only(tmp_path / "gone.pt", "PT shard")
     assert caught.value.where == str(tmp_path / "gone.pt")
     assert caught.value.problem == "cannot read this PT shard: No such file or directory"
+
+
+def test_a_zip_archive_that_torch_save_did_not_write_says_so(tmp_path):
+    path = tmp_path / "m.pt"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("archive/data.pkl", b"junk")
+    with pytest.raises(UserError) as caught:
+        load_weights_only(path, "PT bundle")
+    assert (
+        caught.value.problem
+        == "not a readable PT bundle: a zip archive, but not one torch.save wrote (no version record)"
+    )

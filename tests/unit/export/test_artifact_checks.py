@@ -71,6 +71,8 @@ BAD_CONTRACTS = [
     ("prediction-longer-than-context", lambda c: c.update(prediction_length=99), "prediction_length must be"),
     ("outputs-of-another-artifact", lambda c: c["outputs"].update(embedding="x"), "outputs must name"),
     ("future-version", lambda c: c.update(version=9), "version 9 is not supported"),
+    ("target-offset-0", lambda c: c.update(target_offset=0), "target_offset must be at least 1, as training writes"),
+    ("unknown-objective", lambda c: c.update(objective="masked"), "objective must be one of causal, got 'masked'"),
     ("nested-too-deeply", deeper, "nested deeper than"),
     ("target-named-like-a-path", rename_target("/tmp/escaped"), "'/tmp/escaped' holds a path separator"),
 ]

@@ -196,6 +196,23 @@ def test_a_read_only_metadata_folder_keeps_the_splits(tmp_path, monkeypatch):
         metadata_folder.chmod(0o700)
 
 
+def test_an_immutable_metadata_folder_is_named_not_the_file_staged_in_it(tmp_path, monkeypatch):
+    config = project(tmp_path, selected_columns=["event"])
+    before = outputs(tmp_path)
+    metadata_folder = tmp_path / "configs" / "metadata_configs"
+    if subprocess.run(["chattr", "+i", str(metadata_folder)], capture_output=True).returncode != 0:
+        pytest.skip("chattr +i is not allowed here")
+    try:
+        monkeypatch.chdir(tmp_path)
+        with pytest.raises(UserError) as error:
+            run_preprocess(load_preprocess_config(config))
+    finally:
+        subprocess.run(["chattr", "-i", str(metadata_folder)], check=True)
+    assert error.value.where == str(metadata_folder)
+    assert error.value.problem == "Operation not permitted; the previous outputs are unchanged"
+    assert outputs(tmp_path) == before and hidden(tmp_path) == []
+
+
 def test_staging_of_dead_processes_is_removed_and_of_live_or_foreign_ones_kept(tmp_path, monkeypatch):
     config = project(tmp_path)
     host = socket.gethostname()
