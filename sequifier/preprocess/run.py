@@ -13,6 +13,7 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
+from sequifier.atomic import is_temp_of
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.fingerprint import recorded_meanings
@@ -352,8 +353,8 @@ def run_preprocess(config: PreprocessConfig) -> Path:
             raise UserError(error.where, error.problem + staging.failure_note()) from None
         except OSError as error:
             where = Path(error.filename or output_folder(config))
-            if where.name.startswith(".") and where.name.endswith(".tmp"):
-                where = where.parent  # a file this run stages: the folder it is staged in refused it
+            if is_temp_of(where, metadata_path(config)):
+                where = metadata_path(config)  # the file the user knows, not the temp staged beside it
             raise UserError(str(where), os_problem(error) + staging.failure_note()) from None
         except SystemExit:
             log(f"stopped by a signal{staging.failure_note()}")

@@ -126,7 +126,7 @@ def test_splits_of_an_earlier_run_left_beside_this_ones_are_named(tmp_path, monk
     log = capsys.readouterr().err
     earlier = "events-split0.csv, events-split0.csv.meanings.json, events-split1.csv, events-split1.csv.meanings.json"
     assert f"note: {earlier}, events-split2.csv, events-split2.csv.meanings.json in " in log
-    assert "are not this run's (an earlier run's splits)" in log
+    assert "are not this run's outputs (an earlier run's splits, or files named like them)" in log
 
 
 def test_batches_per_file_with_merged_output_is_noted_as_without_effect(tmp_path, monkeypatch, capsys):

@@ -196,7 +196,7 @@ def test_a_read_only_metadata_folder_keeps_the_splits(tmp_path, monkeypatch):
         metadata_folder.chmod(0o700)
 
 
-def test_an_immutable_metadata_folder_is_named_not_the_file_staged_in_it(tmp_path, monkeypatch):
+def test_an_immutable_metadata_folder_names_the_metadata_file_not_the_temp_staged_beside_it(tmp_path, monkeypatch):
     config = project(tmp_path, selected_columns=["event"])
     before = outputs(tmp_path)
     metadata_folder = tmp_path / "configs" / "metadata_configs"
@@ -208,7 +208,7 @@ def test_an_immutable_metadata_folder_is_named_not_the_file_staged_in_it(tmp_pat
             run_preprocess(load_preprocess_config(config))
     finally:
         subprocess.run(["chattr", "-i", str(metadata_folder)], check=True)
-    assert error.value.where == str(metadata_folder)
+    assert error.value.where == str(metadata_folder / "events.json")
     assert error.value.problem == "Operation not permitted; the previous outputs are unchanged"
     assert outputs(tmp_path) == before and hidden(tmp_path) == []
 
