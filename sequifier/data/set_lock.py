@@ -61,11 +61,16 @@ def _locked(folder: Path, mode: int, note: Callable[[str], None], waiting: str) 
         os.close(descriptor)
 
 
+def staging_records(folder: Path) -> list[Path]:
+    """The records of the preprocess runs staging in `folder` (live or killed), in name order."""
+    return sorted(folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}"))
+
+
 def swap_cut_short(folder: Path) -> str | None:
     """The record of a preprocess run of this host that was killed while it swapped its outputs into `folder`,
     some moved in and some not: the files there are then a mix of two runs. None where there is none."""
     host = socket.gethostname()
-    for record_path in sorted(folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}")):
+    for record_path in staging_records(folder):
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
             moved = [not os.path.lexists(record_path.parent / move["staged"]) for move in record["moves"]]

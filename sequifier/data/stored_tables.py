@@ -81,13 +81,18 @@ def not_stored_windows(path: Path) -> str | None:
             names = pq.read_schema(path).names
     except (pa.ArrowException, OSError) as error:
         return f"cannot be read as stored windows ({' '.join(str(error).split())[:200]})"
-    missing = [name for name in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if name not in names]
+    missing = _missing_bookkeeping(names)
     return f"holds no stored windows (no column {', '.join(missing)})" if missing else None
+
+
+def _missing_bookkeeping(names: list[str]) -> list[str]:
+    """The identifier columns and inputCol that a table of these column names lacks."""
+    return [name for name in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if name not in names]
 
 
 def _check_schema(schema: pa.Schema, path: Path, empty: bool) -> None:
     """The bookkeeping columns are there; identifiers are integers, inputCol strings, values numbers."""
-    missing = [n for n in [*IDENTIFIER_COLUMNS, INPUT_COLUMN] if n not in schema.names]
+    missing = _missing_bookkeeping(schema.names)
     if missing:
         raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
     if empty:

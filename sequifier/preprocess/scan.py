@@ -92,7 +92,8 @@ class DistinctValues:
         if pa.types.is_floating(distinct.type):  # NaNs of other bits are one value
             nan = pc.is_nan(comparable(distinct))
             first_nan = pc.index(nan, True).as_py()
-            distinct = distinct.filter(pc.or_(pc.invert(nan), pc.equal(pa.array(range(len(distinct))), first_nan)))
+            if first_nan >= 0:
+                distinct = pa.concat_arrays([distinct.filter(pc.invert(nan)), distinct.slice(first_nan, 1)])
         keys = {"value": comparable(distinct)}
         if pa.types.is_floating(distinct.type):  # -0.0 before 0.0, which compare equal, whatever the rows' order
             keys["negative"] = pc.less(pc.divide(1.0, distinct.cast(pa.float64())), 0.0)

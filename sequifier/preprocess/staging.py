@@ -29,7 +29,7 @@ from sequifier.atomic import (
     write_text_atomic,
 )
 from sequifier.data.csv_meanings import SUFFIX as MEANINGS_SUFFIX
-from sequifier.data.set_lock import RECORD, STAGING_NAME, swapping_alone
+from sequifier.data.set_lock import RECORD, STAGING_NAME, staging_records, swapping_alone
 from sequifier.deferred_signals import signals_deferred
 from sequifier.preprocess.progress import log
 from sequifier.preprocess.signals import exit_if_stop_requested
@@ -103,7 +103,7 @@ def recover_abandoned(output_folder: Path, metadata_folder: Path) -> None:
     elsewhere, or written by hand, never touches anything else.
     """
     host = socket.gethostname()
-    for record_path in sorted(output_folder.glob(f".{STAGING_NAME}.*.tmp/{RECORD}")):
+    for record_path in staging_records(output_folder):
         base = record_path.parent
         try:
             record = json.loads(record_path.read_text(encoding="utf-8"))
@@ -209,7 +209,6 @@ class Staging:
         recover_abandoned(output_folder, metadata_folder)
         remove_stale_temps(output_folder / STAGING_NAME)
         self.created = _created_folders(output_folder)
-        self.output_folder = output_folder
         self.root = temp_path_for(output_folder / STAGING_NAME)
         self.spill = self.root / "spill"
         self.parts = self.root / "parts"
@@ -258,7 +257,7 @@ class Staging:
         If any step fails, every target gets back what it held before and the error is raised. Ctrl-C and
         SIGTERM wait until the swap (or its rollback) is done; SIGKILL is what the journal is for.
         """
-        with swapping_alone(self.output_folder, log):
+        with swapping_alone(self.root.parent, log):
             self._swap(pairs)
 
     def _swap(self, pairs: list[tuple[Path, Path]]) -> None:
