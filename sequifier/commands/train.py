@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 import time
 import traceback
@@ -32,6 +33,7 @@ from sequifier.commands.launcher import (
     SubmissionRefused,
     check_launcher_keys,
     check_tasks,
+    chosen_launcher,
     prepare_slurm_launcher,
     with_launcher_defaults,
 )
@@ -69,7 +71,7 @@ from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
 from sequifier.config.validate import check_file_stems
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank
+from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank, under_torchrun
 from sequifier.distributed.submitit_task import in_submitit_job
 from sequifier.training.profile import PROFILE, timed
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
@@ -133,6 +135,13 @@ def run(args: argparse.Namespace) -> int:
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
+    if multirun and under_torchrun() and int(os.environ["WORLD_SIZE"]) > 1:
+        raise UserError(
+            "--multirun",
+            f"under torchrun each of its {os.environ['WORLD_SIZE']} processes would run the whole sweep on its own; "
+            "start torchrun once per job, or sweep with -m and hydra/launcher=submitit_local (or slurm_ddp) and "
+            "hydra.launcher.tasks_per_node set to the processes of each job",
+        )
     if len(overrides.combinations) > 1 and not multirun:
         raise UserError(
             "command line",
@@ -269,12 +278,25 @@ def prepare(entry: TrainEntry, combination: list[str], overrides: Overrides, res
     try:
         config = canonical_config(compose_entry(entry, combination))
         if resolve_metadata and not config.skip_metadata:
-            PREPARED[tuple(combination)] = supported_spec(config, run_dir=Path("."))
+            spec = supported_spec(config, run_dir=Path("."))
+            if spawns_its_processes(combination, config):
+                from sequifier.distributed.sharding import check_shares  # torch
+
+                check_shares(spec, config.global_training.world_size)
+            PREPARED[tuple(combination)] = spec
         return config
     except UserError as error:
         if len(overrides.combinations) > 1:
             error.args = (f"{error} (job with overrides {' '.join(combination)})",)
         raise
+
+
+def spawns_its_processes(combination: list[str], config: TrainConfig) -> bool:
+    """A distributed job that starts its `world_size` processes itself: not a rank of torchrun or of a Submitit
+    job's tasks, whose number the launcher decides."""
+    return (
+        config.global_training.distributed and chosen_launcher(combination) in (None, "basic") and not under_torchrun()
+    )
 
 
 def supported_spec(config: TrainConfig, run_dir: Path) -> RunSpec:

@@ -390,7 +390,9 @@ class GlobalTrainingConfig:
         "would otherwise gather each batch while the GPU waits, 0 on the CPU); any value trains identically",
     )
     num_threads: Optional[int] = option(
-        None, "torch's intra-op CPU threads during training (1 to 4096), logged (default: torch's choice)"
+        None,
+        "torch's intra-op CPU threads during training (1 to 4096), logged (default: torch's choice; in a distributed "
+        "run the node's cores / its processes)",
     )
     tensorboard: bool = option(
         False,

@@ -129,12 +129,57 @@ def _check_call(kind: str, call: dict[str, Any], where: str, problems: ProblemLi
         )
 
 
+def given_schedule_length(scheduler: dict[str, Any] | None) -> tuple[str, Any] | None:
+    """The length a scheduler's config gives it, with the path that names it: `total_steps`, or OneCycleLR's
+    `epochs` x `steps_per_epoch` (torch's other spelling of that length); None where sequifier sets the length."""
+    if not scheduler:
+        return None
+    if scheduler.get(EPOCH_SCHEDULE_ARGUMENT) is not None:
+        return f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}", scheduler[EPOCH_SCHEDULE_ARGUMENT]
+    epochs, steps_per_epoch = scheduler.get("epochs"), scheduler.get("steps_per_epoch")
+    if scheduler.get("name") == "OneCycleLR" and _positive_integer(epochs) and _positive_integer(steps_per_epoch):
+        return "global_training.scheduler.epochs", epochs * steps_per_epoch
+    return None
+
+
+def _positive_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def _check_one_cycle_spelling(scheduler: dict[str, Any], problems: ProblemList) -> None:
+    """OneCycleLR's `epochs` and `steps_per_epoch` give its length together (their product) and only without
+    `total_steps`, which torch takes first: one of them alone, or beside `total_steps`, would be ignored."""
+    given = [name for name in ("epochs", "steps_per_epoch") if scheduler.get(name) is not None]
+    if scheduler.get("name") != "OneCycleLR" or not given:
+        return
+    where = f"global_training.scheduler.{given[0]}"
+    if scheduler.get(EPOCH_SCHEDULE_ARGUMENT) is not None:
+        problems.add(
+            where,
+            f"OneCycleLR takes {EPOCH_SCHEDULE_ARGUMENT} before epochs x steps_per_epoch, so this would be ignored; "
+            "give its length one way",
+        )
+    elif len(given) == 1:
+        problems.add(
+            where,
+            "OneCycleLR's length is epochs x steps_per_epoch, so give both (or total_steps, or neither: sequifier "
+            "then sets the length)",
+        )
+    else:
+        for name in given:
+            if not _positive_integer(scheduler[name]):
+                problems.add(
+                    f"global_training.scheduler.{name}", f"must be a positive integer, got {scheduler[name]!r}"
+                )
+
+
 def _check_schedule_duration(config: TrainConfig, problems: ProblemList) -> None:
     training = config.global_training
-    total = training.scheduler.get(EPOCH_SCHEDULE_ARGUMENT)
-    if total is None or training.scheduler_step_on != "epoch":
+    _check_one_cycle_spelling(training.scheduler, problems)
+    given = given_schedule_length(training.scheduler)
+    if given is None or training.scheduler_step_on != "epoch":
         return
-    where = f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}"
+    where, total = given
     if training.reset_optimization_on_phase:
         problems.add(
             where,
@@ -156,14 +201,10 @@ def config_warnings(config: TrainConfig) -> list[str]:
     training = config.global_training
     scheduler = training.scheduler or {}
     warnings = []
-    if (
-        training.scheduler_step_on == "batch"
-        and training.reset_optimization_on_phase
-        and EPOCH_SCHEDULE_ARGUMENT in scheduler
-    ):
+    given = given_schedule_length(scheduler)
+    if training.scheduler_step_on == "batch" and training.reset_optimization_on_phase and given is not None:
         warnings.append(
-            f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}: {scheduler[EPOCH_SCHEDULE_ARGUMENT]} "
-            "applies to each phase separately (reset_optimization_on_phase is true)"
+            f"{given[0]}: {given[1]} steps apply to each phase separately (reset_optimization_on_phase is true)"
         )
     if training.resume.policy == "never" and training.resume.checkpoint_path:
         warnings.append(

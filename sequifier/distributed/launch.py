@@ -30,7 +30,7 @@ import torch.multiprocessing as mp
 from sequifier.config.errors import OutsideFailure, UserError, file_system_error
 from sequifier.config.resolve import RunSpec
 from sequifier.deferred_signals import stopping_signals
-from sequifier.distributed.environment import TORCHRUN_VARIABLES
+from sequifier.distributed.environment import TORCHRUN_VARIABLES, partial_torchrun_variables, under_torchrun
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.rendezvous import check_address_set, join_group
 from sequifier.distributed.sharding import check_shares
@@ -51,18 +51,33 @@ HELD_WHILE_STARTING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGU
 def launch(spec: RunSpec) -> TrainResult:
     """Train `spec`; every launcher enters training through here with the same plain spec."""
     join_job_tasks(spec.config.global_training.distributed)
-    under_torchrun = all(name in os.environ for name in TORCHRUN_VARIABLES)
+    attached = under_torchrun()
     if not spec.config.global_training.distributed:
-        if under_torchrun and int(os.environ["WORLD_SIZE"]) > 1:
+        if attached and int(os.environ["WORLD_SIZE"]) > 1:
             raise UserError(
                 "global_training.distributed",
                 f"is false, but torchrun started {os.environ['WORLD_SIZE']} processes that would each train the "
                 "whole run and overwrite each other's files; set global_training.distributed=true",
             )
         return train(spec)
-    if under_torchrun:
+    if attached:
         return _attached(spec)
+    refuse_partial_torchrun_variables(spec.config.global_training.world_size)
     return _spawned(spec)
+
+
+def refuse_partial_torchrun_variables(world_size: int) -> None:
+    """Some of torchrun's variables without the others are no group to join: starting `world_size` processes of
+    its own, each task of a launcher that set them would train the whole run into the same files."""
+    present, missing = partial_torchrun_variables()
+    if present:
+        raise UserError(
+            "global_training.distributed",
+            f"the environment sets {' and '.join(present)} but not {' or '.join(missing)}, so this process is no "
+            f"rank of a group started outside (torchrun sets all of {', '.join(TORCHRUN_VARIABLES)}); set "
+            f"{' and '.join(missing)} to join one, or unset {' and '.join(present)} to let sequifier start its "
+            f"{world_size} processes",
+        )
 
 
 def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:

@@ -155,7 +155,10 @@ class Trainer:
         try:
             if resume_from:
                 self._announce_resume(resume_from)
-            with GracefulStop(announce=self.ranks.is_main) as self.stop, torch_threads(self.training.num_threads):
+            with (
+                GracefulStop(announce=self.ranks.is_main) as self.stop,
+                torch_threads(self.training.num_threads, self.training.distributed),
+            ):
                 result = self._run()
         except BaseException:
             self.records.close(after_failure=True)
@@ -253,7 +256,7 @@ class Trainer:
             self._flush(planned=False)
             validates = self.training.save_interval_val_loss and self.spec.config.evaluation and not ends_epoch
             if kind == PERSISTENT and validates:
-                self._validate(phase, self.progress.global_epoch)
+                self._validate(phase, self.progress.global_epoch, snapshot_batch=self.progress.global_batch)
             save_snapshot(self, f"batch-{self.progress.global_batch}.pt" if kind == PERSISTENT else None)
         if not self.pending:
             self._stop_if_requested()
@@ -342,8 +345,9 @@ class Trainer:
         p = self.progress
         return dict(phase=phase, epoch=p.global_epoch, global_step=p.global_step, learning_rate=p.epoch_learning_rate)
 
-    def _validate(self, phase: str, epoch: int) -> dict[str, Evaluation]:
-        return timed("validation")(self.validator.run)(self.records, self._common(phase) | {"epoch": epoch})
+    def _validate(self, phase: str, epoch: int, snapshot_batch: int | None = None) -> dict[str, Evaluation]:
+        common = self._common(phase) | {"epoch": epoch}
+        return timed("validation")(self.validator.run)(self.records, common, snapshot_batch)
 
     def _finish(self) -> TrainResult:
         last_epoch = self.progress.completed_epochs

@@ -9,6 +9,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from sequifier.config.errors import UserError
+from sequifier.config.validate_training import given_schedule_length
 from sequifier.training.precision import LossScaler, needs_loss_scaling
 
 TAKES_TOTAL_STEPS = {
@@ -37,13 +38,14 @@ def build_optimizer(
 
 
 def build_scheduler(optimizer: torch.optim.Optimizer, config: dict[str, Any] | None, total_steps: int) -> Any:
-    """The configured scheduler; a duration argument it accepts but was not given becomes `total_steps`."""
+    """The configured scheduler; a duration argument it accepts, when the config gives no length, becomes
+    `total_steps`."""
     if not config:
         return None
     name = config["name"]
     arguments = {k: v for k, v in config.items() if k != "name"}
     duration = TAKES_TOTAL_STEPS.get(name)
-    if duration and duration not in arguments:
+    if duration and duration not in arguments and given_schedule_length(config) is None:
         arguments[duration] = total_steps
     return torch_class("scheduler", name)(optimizer, **arguments)
 
@@ -52,12 +54,11 @@ def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch:
     """OneCycleLR raises once stepped past its configured length: a length shorter than the `steps` a phase
     (or, `continuous`, the run) takes (optimizer steps when stepped per batch, else epochs) is refused before the
     first step."""
-    if not config or config["name"] != "OneCycleLR":
+    given = given_schedule_length(config)
+    if given is None or config["name"] != "OneCycleLR":
         return
-    where, length = "global_training.scheduler.total_steps", config.get("total_steps")
-    if length is None and config.get("epochs") is not None and config.get("steps_per_epoch") is not None:
-        where, length = "global_training.scheduler.epochs", config["epochs"] * config["steps_per_epoch"]
-    if length is not None and length < steps:
+    where, length = given
+    if length < steps:
         unit = "optimizer steps" if per_batch else "epochs"
         span, left_out = (
             ("the run", "it then lasts the run") if continuous else ("a phase", "each phase then gets its own length")
@@ -74,7 +75,7 @@ def check_filled_durations(training, durations: list[int], per_batch: bool, cont
     torch refuses some combinations only while stepping (OneCycleLR with pct_start x total_steps = 1)."""
     call = training.scheduler
     argument = TAKES_TOTAL_STEPS.get(call["name"]) if call else None
-    if argument is None or argument in call:
+    if argument is None or argument in call or given_schedule_length(call) is not None:
         return
     for duration in sorted(set(durations)):
         calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": call}

@@ -75,16 +75,18 @@ class Validator:
                     f"validation split has values of {unscored[0]!r}, or give it a loss weight of 0",
                 )
 
-    def run(self, records: RunRecords, common: dict) -> dict[str, Evaluation]:
-        """Evaluation of every evaluation source (its parts' totals combined), with its rows in `records`."""
+    def run(self, records: RunRecords, common: dict, snapshot_batch: int | None = None) -> dict[str, Evaluation]:
+        """Evaluation of every evaluation source (its parts' totals combined), with its rows in `records`; one at a
+        snapshot within the epoch names its batch."""
+        moment = f"epoch {common['epoch']}" + (
+            "" if snapshot_batch is None else f", snapshot at batch {snapshot_batch}"
+        )
         results = {}
         for source, dataset, only_part, chosen in self._sources():
             losses = self.losses[dataset]
             combined = Totals()
             views = sum(len(data.validation) for _, data in chosen) * self.ranks.world_size
-            display = Progress(
-                f"validation {source} (epoch {common['epoch']})", views, "views", enabled=self.ranks.is_main
-            )
+            display = Progress(f"validation {source} ({moment})", views, "views", enabled=self.ranks.is_main)
             counted = lambda n, shown=display: shown.advance(n * self.ranks.world_size)
             for part, data in chosen:
                 part_totals = summed_totals(self._evaluated(data, losses, counted), self.ranks)
@@ -102,8 +104,8 @@ class Validator:
                 f"{t} {result.losses[t]:.4f} (baseline {result.baseline[t]:.4f})" for t in result.losses
             )
             logger.info(
-                "epoch %d validation loss %.4f (persistence baseline %.4f) on %s: %s",
-                common["epoch"], result.loss, result.baseline_loss, source, per_target,
+                "%s validation loss %.4f (persistence baseline %.4f) on %s: %s",
+                moment, result.loss, result.baseline_loss, source, per_target,
             )  # fmt: skip
         return results
 

@@ -98,6 +98,8 @@ def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path)
     trained(folder, "global_training/distributed=ddp_gloo_cpu", "global_training.accumulation_steps=2")
     log = (folder / "logs" / "dist" / "dist.log").read_text()
     assert "155 per process, 2 processes" in log
+    threads = max(1, (os.cpu_count() or 1) // 2)
+    assert f"torch intra-op threads: {threads} (this node's CPU cores / its processes)" in log
     infer = {"model_path": "models/dist-last-3.onnx", "data_path": "data/events-split2.parquet"}
     write_yaml(folder / "infer.yaml", infer | {"model_type": "generative"})
     result = run_sequifier(["infer", "--config-path", "infer.yaml"], folder)
@@ -161,6 +163,34 @@ def test_a_hand_made_rank_environment_without_an_address_or_with_a_port_in_use_i
     assert not (folder / "models").exists()
 
 
+def test_some_of_torchruns_variables_without_the_others_are_refused(tmp_path: Path):
+    """RANK and WORLD_SIZE alone (a hand-written launcher script) join no group: every task would start a run."""
+    folder = project_with(tmp_path, "p", distributed(2))
+    env = {name: value for name, value in with_rank(1, 2).items() if name != "LOCAL_RANK"}
+    result = subprocess.run(
+        [sys.executable, "-m", "sequifier", "train"], cwd=folder, capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "the environment sets RANK and WORLD_SIZE but not LOCAL_RANK" in result.stderr
+    assert "starting" not in result.stdout + result.stderr and not (folder / "models").exists()
+
+
+def test_a_sweep_under_torchrun_is_refused_before_any_job(tmp_path: Path):
+    """Every torchrun process would run the whole sweep on its own (and wait for peers in another job)."""
+    folder = project_with(tmp_path, "p", distributed(2))
+    result = subprocess.run(
+        [sys.executable, "-m", "sequifier", "train", "-m", "seed=1,2"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=with_rank(0, 2, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())),
+        timeout=300,
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "error: --multirun: under torchrun each of its 2 processes would run the whole sweep" in result.stderr
+    assert not (folder / "multirun").exists() and not (folder / "models").exists()
+
+
 def listening(port: int) -> bool:
     """Whether a socket of this machine listens on TCP `port` (rank 0's store, once it waits for the others)."""
     rows = [row for table in ("tcp", "tcp6") for row in (Path("/proc/net") / table).read_text().splitlines()[1:]]
@@ -199,6 +229,12 @@ def test_a_merged_file_nccl_on_the_cpu_and_more_ranks_than_windows_are_refused(t
     result = run_sequifier(["train", "global_training.world_size=400"], project_with(tmp_path, "r", distributed(2)))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert "holds 310 windows for 400 processes" in result.stderr and "starting" not in result.stdout + result.stderr
+    sweep = run_sequifier(
+        ["train", "-m", "global_training.world_size=2,400"], project_with(tmp_path, "s", distributed(2))
+    )
+    assert sweep.returncode == 2 and "Traceback" not in sweep.stderr
+    assert "holds 310 windows for 400 processes" in sweep.stderr and "global_training.world_size=400" in sweep.stderr
+    assert not (tmp_path / "s" / "multirun").exists()  # refused before the first job trained
 
 
 def started(folder: Path) -> subprocess.Popen:

@@ -1127,6 +1127,59 @@ VALIDATION_ROWS = [
         "5 must equal the sum of all phase epochs (3)",
         base="canonical",
     ),
+    row(
+        "scheduler-epochs-times-steps-in-reset-mode",
+        {"global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "epochs": 10, "steps_per_epoch": 1}},
+        "global_training.scheduler.epochs",
+        "do not set it for an epoch-stepped scheduler in reset mode",
+    ),
+    row(
+        "scheduler-continuous-epochs-times-steps-mismatch",
+        {
+            "global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "epochs": 10, "steps_per_epoch": 1},
+            "global_training.reset_optimization_on_phase": False,
+            "training_plan.phases": [
+                {"name": "a", "epochs": 2, "sources": [{"source": "events"}]},
+                {"name": "b", "epochs": 1, "sources": [{"source": "events"}]},
+            ],
+        },
+        "global_training.scheduler.epochs",
+        "10 must equal the sum of all phase epochs (3)",
+        base="canonical",
+    ),
+    row(
+        "scheduler-one-cycle-epochs-alone",
+        {
+            "global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "epochs": 4},
+            "global_training.scheduler_step_on": "batch",
+        },
+        "global_training.scheduler.epochs",
+        "OneCycleLR's length is epochs x steps_per_epoch, so give both",
+    ),
+    row(
+        "scheduler-one-cycle-two-lengths",
+        {
+            "global_training.scheduler": {
+                "name": "OneCycleLR",
+                "max_lr": 0.01,
+                "total_steps": 40,
+                "epochs": 4,
+                "steps_per_epoch": 10,
+            },
+            "global_training.scheduler_step_on": "batch",
+        },
+        "global_training.scheduler.epochs",
+        "OneCycleLR takes total_steps before epochs x steps_per_epoch, so this would be ignored",
+    ),
+    row(
+        "scheduler-one-cycle-steps-per-epoch-zero",
+        {
+            "global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "epochs": 4, "steps_per_epoch": 0},
+            "global_training.scheduler_step_on": "batch",
+        },
+        "global_training.scheduler.steps_per_epoch",
+        "must be a positive integer, got 0",
+    ),
     # --- training plan --------------------------------------------------------------------------------------------
     row(
         "phase-name-twice",

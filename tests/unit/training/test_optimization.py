@@ -98,6 +98,18 @@ def test_a_one_cycle_shorter_than_its_phase_is_refused_before_training(reset, sc
 
 
 @pytest.mark.parametrize("reset", [True, False])
+def test_a_one_cycle_length_given_as_epochs_times_steps_per_epoch_is_kept_as_total_steps_is(reset):
+    """torch's two spellings of one length give one schedule: sequifier sets the length only where none is given."""
+    spellings = ({"total_steps": 20}, {"epochs": 4, "steps_per_epoch": 5})
+    schedules = []
+    for spelling in spellings:
+        cycle = lifecycle(reset, "batch", {"name": "OneCycleLR", "max_lr": 0.1, **spelling})
+        schedules.append(run_epochs(cycle, steps_per_epoch=1))
+        assert cycle.scheduler.total_steps == 20
+    assert schedules[0] == pytest.approx(schedules[1])
+
+
+@pytest.mark.parametrize("reset", [True, False])
 def test_a_one_cycle_torch_cannot_step_through_the_length_sequifier_sets_is_refused_before_training(reset):
     """pct_start 0.2 of 5 steps leaves OneCycleLR a warm-up of no length: torch divides by zero while stepping."""
     scheduler = {"name": "OneCycleLR", "max_lr": 0.1, "pct_start": 0.2, "cycle_momentum": False}

@@ -58,11 +58,17 @@ def test_epoch_snapshots(reference_project: Path, tmp_path: Path):
     assert run(reference_project, tmp_path, save_interval_epochs=1) == ["epoch-1.pt", "epoch-2.pt", "latest.pt"]
 
 
-def test_batch_snapshots_validate_when_asked(reference_project: Path, tmp_path: Path):
+def test_batch_snapshots_validate_when_asked(reference_project: Path, tmp_path: Path, caplog):
     # 310 training windows in batches of 64: 5 batches per epoch, 10 in the run
-    files = run(reference_project, tmp_path, save_interval_batches=4, save_interval_val_loss=True)
+    with caplog.at_level("INFO", logger="sequifier"):
+        files = run(reference_project, tmp_path, save_interval_batches=4, save_interval_val_loss=True)
     assert files == ["batch-4.pt", "batch-8.pt", "latest.pt"]
     assert validation_steps(reference_project) == [("1", "4"), ("1", "5"), ("2", "10"), ("2", "8")]
+    said = [
+        r.getMessage().split(" validation loss")[0] for r in caplog.records if " validation loss " in r.getMessage()
+    ]
+    # a snapshot's validation within an epoch is not taken for the epoch's own
+    assert said == ["epoch 1, snapshot at batch 4", "epoch 1", "epoch 2, snapshot at batch 8", "epoch 2"]
     latest = torch.load(reference_project / "checkpoints" / "tiny" / "latest.pt", weights_only=True)
     assert latest["progress"]["global_batch"] == 8
 
