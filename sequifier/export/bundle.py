@@ -153,13 +153,16 @@ def _check_weights(network: SequifierNetwork, weights: dict[str, torch.Tensor], 
         raise UserError(where, f"model_config describes buffers of {needed} values for {stored} stored weights")
 
 
-def read_bundle(path: Path, interface: str | None = None) -> tuple[SequifierNetwork, dict[str, Any], dict[str, Any]]:
+def read_bundle(
+    path: str | Path, interface: str | None = None
+) -> tuple[SequifierNetwork, dict[str, Any], dict[str, Any]]:
     """Load a bundle: the rebuilt network with its weights (eval mode), the contract of `interface`, export metadata.
 
     `interface` may be None when the bundle serves one interface. Everything is checked before the network
     is built for real: the layout, the contracts, and the weights against a shape-only (meta device) build
     of the network described in model_config.
     """
+    path = Path(path)
     where = str(path)
     bundle = load_weights_only(path, "PT bundle")
     _check_layout(bundle, where)

@@ -24,6 +24,8 @@ from sequifier.preprocess.progress import log
 ID_MAP_RESERVED = {"[unknown]": SPECIAL_TOKEN_IDS["[unknown]"], "[other]": SPECIAL_TOKEN_IDS["[other]"]}
 OTHER_ID = SPECIAL_TOKEN_IDS["[other]"]
 UNKNOWN_ID = SPECIAL_TOKEN_IDS["[unknown]"]
+# 3.x spells booleans as the integers 0 and 1 in its maps.
+BOOLEAN_SPELLINGS_OF_3X = {"False": "0", "True": "1"}
 
 
 @dataclass(frozen=True)
@@ -73,7 +75,12 @@ def text_spellings(id_map: dict[str, int], inferred: pa.DataType) -> list[str]:
     boolean): a map that has some was made from a column read as text, so a csv column must be read as text."""
     if pa.types.is_string(inferred) or pa.types.is_large_string(inferred) or pa.types.is_null(inferred):
         return []
-    return [name for name in id_map if name not in ID_MAP_RESERVED and _spelled_otherwise(name, inferred)]
+    spelled_by_3x = set(BOOLEAN_SPELLINGS_OF_3X.values()) if pa.types.is_boolean(inferred) else set()
+    return [
+        name
+        for name in id_map
+        if name not in ID_MAP_RESERVED and name not in spelled_by_3x and _spelled_otherwise(name, inferred)
+    ]
 
 
 def _spelled_otherwise(name: str, inferred: pa.DataType) -> bool:
@@ -86,12 +93,14 @@ def _spelled_otherwise(name: str, inferred: pa.DataType) -> bool:
 def data_id_map(values: pa.Array) -> CategoricalMeaning:
     """Raw value (as string) -> id, data values from 3 in sorted order, then the reserved ids.
 
-    Values spelled like a reserved token take no id of their own.
+    Values spelled like a reserved token take no id of their own. A map of an integer column holds no reserved
+    entries, as 3.x writes it, so that 3.x can reuse it (it reads the keys as integers).
     """
     names = [name for name in value_names(values) if name not in SPECIAL_TOKEN_IDS]
     id_map = {name: index + FIRST_VALUE_ID for index, name in enumerate(names)}
-    id_map.update(ID_MAP_RESERVED)
-    return CategoricalMeaning(id_map, len(id_map) + 1)
+    if not pa.types.is_integer(values.type):
+        id_map.update(ID_MAP_RESERVED)
+    return CategoricalMeaning(id_map, FIRST_VALUE_ID + len(names))
 
 
 def static_map_path(project_root: Path, column: str) -> Path:
@@ -154,7 +163,7 @@ def codes_for(column: str, values: pa.Array, meaning: CategoricalMeaning) -> Cat
     """Ids of the data's distinct values under `meaning`; values it does not know are [other]."""
     names = value_names(values)
     if pa.types.is_boolean(values.type) and not {"True", "False"} & set(meaning.id_map):
-        names = [{"True": "1", "False": "0"}.get(name, name) for name in names]  # a map 3.x wrote spells 1 and 0
+        names = [BOOLEAN_SPELLINGS_OF_3X.get(name, name) for name in names]
     _check_reserved_spellings(column, names)
     ids = np.array([meaning.id_map.get(name, OTHER_ID) for name in names], dtype=np.int64)
     unknown = [name for name in names if name not in meaning.id_map]

@@ -92,7 +92,7 @@ def test_rebuilt_network_computes_what_the_exported_one_did(tmp_path: Path):
     network = tiny_network(spec)
     path = tmp_path / "model.pt"
     write_bundle(network, spec, path, "last", 1)
-    rebuilt, contract, metadata = read_bundle(path)
+    rebuilt, contract, metadata = read_bundle(str(path))  # the path as text, as a user of the API may give it
     assert not rebuilt.training
     assert rebuilt.backbone.layers[0] is rebuilt.backbone.layers[2]
     for site in metadata["trace_sites"]:

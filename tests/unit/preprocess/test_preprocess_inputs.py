@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pv
@@ -470,6 +472,25 @@ def test_a_csv_column_is_read_as_its_reused_metadata_spells_its_values(
     )
     stored = load_split(tmp_path / later["split_paths"][0], ["code"], ["code"]).columns["code"]
     assert list(stored[0]) == [id_map[spelling] for spelling in later_spellings or later_values]
+
+
+def test_a_csv_column_of_booleans_is_read_as_booleans_under_a_map_3x_wrote(tmp_path, monkeypatch):
+    """3.x's map of a boolean column spells its values 0 and 1: not a map made from text."""
+    one_column_csv(tmp_path, monkeypatch, ["true", "false", "true", "false"])
+    written_by_3x = tmp_path / "configs" / "metadata_configs" / "codes.json"
+    metadata = json.loads(written_by_3x.read_text())
+    metadata["id_maps"]["code"] = {"0": 3, "1": 4}
+    written_by_3x.write_text(json.dumps(metadata))
+    later = one_column_csv(
+        tmp_path,
+        monkeypatch,
+        ["false", "True", "TRUE", "false"],
+        name="later",
+        window_length=4,
+        metadata_config_path="configs/metadata_configs/codes.json",
+    )
+    stored = load_split(tmp_path / later["split_paths"][0], ["code"], ["code"]).columns["code"]
+    assert list(stored[0]) == [3, 4, 4, 3]
 
 
 def test_values_a_reused_map_does_not_know_are_warned_about_by_name(tmp_path, monkeypatch, capsys):
