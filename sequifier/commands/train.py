@@ -71,7 +71,13 @@ from sequifier.config.schema import TrainConfig
 from sequifier.config.typed import ProblemList
 from sequifier.config.validate import check_file_stems
 from sequifier.config.validate_training import config_warnings
-from sequifier.distributed.environment import hydra_settings_of_this_rank, this_rank, under_torchrun
+from sequifier.distributed.environment import (
+    hydra_settings_of_this_rank,
+    refuse_partial_torchrun_variables,
+    this_rank,
+    torchrun_number,
+    under_torchrun,
+)
 from sequifier.distributed.submitit_task import in_submitit_job
 from sequifier.training.profile import PROFILE, timed
 from sequifier.training.stop import STOPPED_EXIT_CODE, StopRequested
@@ -135,7 +141,7 @@ def run(args: argparse.Namespace) -> int:
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
-    if multirun and under_torchrun() and int(os.environ["WORLD_SIZE"]) > 1:
+    if multirun and under_torchrun() and torchrun_number("WORLD_SIZE") > 1:
         raise UserError(
             "--multirun",
             f"under torchrun each of its {os.environ['WORLD_SIZE']} processes would run the whole sweep on its own; "
@@ -160,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     ]
     for combination, config in zip(overrides.combinations, configs):
         check_tasks(entry, combination, config)
+        if config.global_training.distributed:
+            refuse_partial_torchrun_variables(config.global_training.world_size)
     _refuse_repeated_jobs(overrides.combinations, configs)
     if multirun:
         _refuse_job_names_that_cannot_name_files(overrides, configs)

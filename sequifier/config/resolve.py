@@ -11,6 +11,7 @@ from sequifier.config.network import ColumnSpec, NetworkSpec, network_spec
 from sequifier.config.schema import InterfaceConfig, TrainConfig, dataset_model_name
 from sequifier.config.validate import CRITERIA
 from sequifier.data.column_names import column_name_problem
+from sequifier.data.fingerprint import values_of
 from sequifier.data.metadata import DatasetMetadata, absent_metadata, read_metadata
 
 PART_CONTRACT = (
@@ -264,7 +265,10 @@ def _check_read_format(read_format: str, parts: list[PartSpec]) -> None:
 
 def _check_same_contract(first: PartSpec, other: PartSpec, where: str) -> None:
     for key in PART_CONTRACT:
-        if getattr(first.metadata, key) != getattr(other.metadata, key):
+        theirs, ours = getattr(first.metadata, key), getattr(other.metadata, key)
+        if key == "id_maps":  # the same ids, whether a map lists the reserved ones or spells booleans as 3.x does
+            theirs, ours = ({column: values_of(id_map) for column, id_map in maps.items()} for maps in (theirs, ours))
+        if theirs != ours:
             raise UserError(
                 where,
                 (

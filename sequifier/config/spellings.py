@@ -7,6 +7,7 @@
 | parameter groups (GROUP_SPELLINGS)            | their groups here                          |
 | initializer `weight: zeros` (a string)        | `weight: {method: zeros}`                  |
 | initializer `uniform: {low, high}`            | `uniform: {a, b}`                          |
+| global_training.read_format `csv`             | `parquet` (which reads merged csv splits)  |
 
 Parameter groups are renamed wherever they select parameters: the keys of every
 `initialization` mapping (backbone, ingestion nodes, decoders) and the `freeze` /
@@ -44,7 +45,10 @@ INITIALIZER_BOUNDS = {"low": "a", "high": "b"}
 
 def canonical_spellings(config: dict[str, Any]) -> None:
     """Rewrite the 3.x spellings of expanded config data in place."""
-    _rename_fields(config.get("global_training"), RENAMED_FIELDS["global_training"], "global_training")
+    training = config.get("global_training")
+    _rename_fields(training, RENAMED_FIELDS["global_training"], "global_training")
+    if isinstance(training, dict) and training.get("read_format") == "csv":
+        training["read_format"] = "parquet"
     model = config.get("model")
     if isinstance(model, dict):
         backbone = model.get("backbone")

@@ -28,6 +28,7 @@ POSITIVE_OPTIONAL = (
     "num_threads",
 )
 EPOCH_SCHEDULE_ARGUMENT = "total_steps"
+ONE_CYCLE_PRODUCT = "global_training.scheduler.epochs x steps_per_epoch"  # torch's other spelling of total_steps
 FLOAT32_LARGEST = 3.4028234663852886e38
 MAX_THREADS = 4096
 OPTIMIZERS = ("AdamW", "Adam", "SGD", "RMSprop", "Adagrad", "NAdam", "RAdam")
@@ -138,7 +139,7 @@ def given_schedule_length(scheduler: dict[str, Any] | None) -> tuple[str, Any] |
         return f"global_training.scheduler.{EPOCH_SCHEDULE_ARGUMENT}", scheduler[EPOCH_SCHEDULE_ARGUMENT]
     epochs, steps_per_epoch = scheduler.get("epochs"), scheduler.get("steps_per_epoch")
     if scheduler.get("name") == "OneCycleLR" and _positive_integer(epochs) and _positive_integer(steps_per_epoch):
-        return "global_training.scheduler.epochs", epochs * steps_per_epoch
+        return ONE_CYCLE_PRODUCT, epochs * steps_per_epoch
     return None
 
 

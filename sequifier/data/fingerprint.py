@@ -18,7 +18,7 @@ from pathlib import Path
 from sequifier.config.errors import UserError
 from sequifier.data.csv_meanings import recorded_beside
 from sequifier.data.folder_metadata import read_folder_metadata
-from sequifier.data.metadata import DatasetMetadata, metadata_from_dict
+from sequifier.data.metadata import BOOLEAN_SPELLINGS_OF_3X, ID_MAP_RESERVED, DatasetMetadata, metadata_from_dict
 
 KEY = b"sequifier.meanings"
 COLUMNS_KEY = b"sequifier.column_meanings"
@@ -49,6 +49,23 @@ def column_meaning(id_map: dict | None, statistics: dict | None) -> str:
     """SHA-256 of what one column's stored values mean: its id map (categorical) or its statistics (normalized real)."""
     meaning = {"id_map": id_map, "statistics": statistics}
     return hashlib.sha256(json.dumps(meaning, sort_keys=True).encode("utf-8")).hexdigest()
+
+
+def values_of(id_map: dict) -> dict:
+    """An id map's entries of data values, spelled as 3.x spells them: two maps mean the same when these agree.
+
+    `[unknown]` and `[other]` have fixed ids, and maps of integer columns (3.x's, and ours since they are written as
+    3.x writes them) leave them out; 3.x spells booleans 0 and 1 where ours spell them False and True."""
+    values = {value: i for value, i in id_map.items() if value not in ID_MAP_RESERVED}
+    if values and set(values) <= set(BOOLEAN_SPELLINGS_OF_3X):
+        return {BOOLEAN_SPELLINGS_OF_3X[value]: i for value, i in values.items()}
+    return values
+
+
+def id_map_meanings(id_map: dict) -> set[str]:
+    """The column_meaning digests a split of a column with this map may record: with and without reserved entries."""
+    values = values_of(id_map)
+    return {column_meaning(id_map, None), column_meaning(values, None), column_meaning(values | ID_MAP_RESERVED, None)}
 
 
 def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:

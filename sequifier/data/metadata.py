@@ -15,6 +15,10 @@ from sequifier.atomic import write_text_atomic
 from sequifier.config.errors import UserError, absent_file
 
 SPECIAL_TOKEN_IDS = {"[unknown]": 0, "[other]": 1, "[mask]": 2}
+# Reserved ids an id map may list ([mask] is only in special_token_ids and n_classes).
+ID_MAP_RESERVED = {"[unknown]": SPECIAL_TOKEN_IDS["[unknown]"], "[other]": SPECIAL_TOKEN_IDS["[other]"]}
+# Booleans as id maps spell them here -> as 3.x spells them (it reads booleans as the integers 0 and 1).
+BOOLEAN_SPELLINGS_OF_3X = {"False": "0", "True": "1"}
 FIRST_VALUE_ID = len(SPECIAL_TOKEN_IDS)  # data values take ids 3, 4, ...
 MAX_CLASSES = 2**31  # the most classes a categorical column (its embedding and decoder rows) can have
 

@@ -9,6 +9,7 @@ import tempfile
 from pathlib import Path
 
 from sequifier.config.compose import hydra_quoted
+from sequifier.config.errors import UserError
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
 
@@ -26,16 +27,47 @@ def partial_torchrun_variables() -> tuple[list[str], list[str]]:
     return present, [name for name in TORCHRUN_VARIABLES if name not in present]
 
 
+def torchrun_number(name: str) -> int:
+    """The whole number a launcher exported as `name` (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE)."""
+    value = os.environ[name]
+    try:
+        number = int(value)
+    except ValueError:
+        number = -1
+    if number < 0 or (number == 0 and name.endswith("WORLD_SIZE")):
+        kind = "a positive whole number" if name.endswith("WORLD_SIZE") else "a whole number from 0"
+        raise UserError(
+            name,
+            f"is {value!r} in the environment, but torchrun sets it to {kind}; unset it unless this process is a "
+            "rank that torchrun or a launcher started",
+        )
+    return number
+
+
+def refuse_partial_torchrun_variables(world_size: int) -> None:
+    """Some of torchrun's variables without the others are no group to join: starting `world_size` processes of
+    its own, each task of a launcher that set them would train the whole run into the same files."""
+    present, missing = partial_torchrun_variables()
+    if present:
+        raise UserError(
+            "global_training.distributed",
+            f"the environment sets {' and '.join(present)} but not {' or '.join(missing)}, so this process is no "
+            f"rank of a group started outside (torchrun sets all of {', '.join(TORCHRUN_VARIABLES)}); set "
+            f"{' and '.join(missing)} to join one, or unset {' and '.join(present)} to let sequifier start its "
+            f"{world_size} processes",
+        )
+
+
 def this_rank() -> int:
     """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0."""
-    return int(os.environ.get("RANK", "0"))
+    return torchrun_number("RANK") if under_torchrun() else 0
 
 
 def hydra_settings_of_this_rank() -> tuple[str, ...]:
     """Under torchrun, ranks other than 0 keep Hydra's run folder and log file out of the project tree, in a
     temporary folder that is removed at exit (Hydra writes nothing into it with these settings)."""
-    rank = os.environ.get("RANK", "0")
-    if rank == "0" or not under_torchrun():
+    rank = this_rank()
+    if rank == 0:
         return ()
     elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
     atexit.register(_remove_if_empty, elsewhere)

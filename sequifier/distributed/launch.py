@@ -30,7 +30,12 @@ import torch.multiprocessing as mp
 from sequifier.config.errors import OutsideFailure, UserError, file_system_error
 from sequifier.config.resolve import RunSpec
 from sequifier.deferred_signals import stopping_signals
-from sequifier.distributed.environment import TORCHRUN_VARIABLES, partial_torchrun_variables, under_torchrun
+from sequifier.distributed.environment import (
+    refuse_partial_torchrun_variables,
+    this_rank,
+    torchrun_number,
+    under_torchrun,
+)
 from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.rendezvous import check_address_set, join_group
 from sequifier.distributed.sharding import check_shares
@@ -53,7 +58,7 @@ def launch(spec: RunSpec) -> TrainResult:
     join_job_tasks(spec.config.global_training.distributed)
     attached = under_torchrun()
     if not spec.config.global_training.distributed:
-        if attached and int(os.environ["WORLD_SIZE"]) > 1:
+        if attached and torchrun_number("WORLD_SIZE") > 1:
             raise UserError(
                 "global_training.distributed",
                 f"is false, but torchrun started {os.environ['WORLD_SIZE']} processes that would each train the "
@@ -66,20 +71,6 @@ def launch(spec: RunSpec) -> TrainResult:
     return _spawned(spec)
 
 
-def refuse_partial_torchrun_variables(world_size: int) -> None:
-    """Some of torchrun's variables without the others are no group to join: starting `world_size` processes of
-    its own, each task of a launcher that set them would train the whole run into the same files."""
-    present, missing = partial_torchrun_variables()
-    if present:
-        raise UserError(
-            "global_training.distributed",
-            f"the environment sets {' and '.join(present)} but not {' or '.join(missing)}, so this process is no "
-            f"rank of a group started outside (torchrun sets all of {', '.join(TORCHRUN_VARIABLES)}); set "
-            f"{' and '.join(missing)} to join one, or unset {' and '.join(present)} to let sequifier start its "
-            f"{world_size} processes",
-        )
-
-
 def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
     training = replace(spec.config.global_training, world_size=world_size)
     return replace(spec, config=replace(spec.config, global_training=training))
@@ -87,16 +78,16 @@ def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
 
 def _attached(spec: RunSpec) -> TrainResult:
     check_address_set()
-    if int(os.environ["RANK"]) != 0:
+    if this_rank() != 0:
         logger.setLevel(logging.WARNING)  # rank 0 alone logs what every rank would repeat
-    world_size = int(os.environ["WORLD_SIZE"])
+    world_size = torchrun_number("WORLD_SIZE")
     configured = spec.config.global_training.world_size
     if world_size != configured:
         starter = "the Submitit job" if in_submitit_job() else "torchrun"
         logger.info("%s runs %d processes; global_training.world_size %d is ignored", starter, world_size, configured)
         spec = _with_world_size(spec, world_size)
-    ranks = Ranks(int(os.environ["RANK"]), world_size, int(os.environ["LOCAL_RANK"]))
-    local_world = int(os.environ.get("LOCAL_WORLD_SIZE", world_size))
+    ranks = Ranks(this_rank(), world_size, torchrun_number("LOCAL_RANK"))
+    local_world = torchrun_number("LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in os.environ else world_size
     try:
         return _train_as(spec, ranks, local_world)
     except RuntimeError as error:

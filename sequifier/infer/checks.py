@@ -10,7 +10,13 @@ import numpy as np
 from sequifier.config.errors import UserError
 from sequifier.config.infer import CONTRACT_FIELDS, InferConfig
 from sequifier.data.column_names import ROW_IDENTIFIERS
-from sequifier.data.fingerprint import column_meaning, split_column_kinds, split_column_meanings
+from sequifier.data.fingerprint import (
+    column_meaning,
+    id_map_meanings,
+    split_column_kinds,
+    split_column_meanings,
+    values_of,
+)
 from sequifier.data.metadata import DatasetMetadata
 from sequifier.data.stored_windows import StoredWindows
 from sequifier.infer.codec import class_column_names
@@ -114,11 +120,12 @@ def check_metadata(metadata: DatasetMetadata, metadata_path: Path, contract: dic
                 f"{model_file.name} was trained on it as a {column['kind']} one",
             )
         if column["kind"] == "categorical":
-            if metadata.id_maps.get(name) != column["id_map"]:
+            theirs, ours = values_of(metadata.id_maps.get(name, {})), values_of(column["id_map"])
+            if theirs != ours:
                 raise UserError(
                     f"id_maps.{name}",
-                    f"{str(metadata_path)} maps {len(metadata.id_maps.get(name, {}))} values, "
-                    f"{model_file.name} was trained on a different map of {len(column['id_map'])} values",
+                    f"{str(metadata_path)} maps {len(theirs)} values, {model_file.name} was trained on a different "
+                    f"map of {len(ours)} values",
                 )
         else:
             stated = metadata.selected_columns_statistics.get(name) if metadata.normalize_real_columns else None
@@ -259,8 +266,8 @@ def check_split_meanings(data_path: Path, contract: dict[str, Any], model_file: 
         return
     for name, column in contract["columns"].items():
         categorical = column["kind"] == "categorical"
-        digest = column_meaning(column.get("id_map") if categorical else None, column.get("statistics"))
-        if name in recorded and recorded[name] != digest:
+        digests = id_map_meanings(column["id_map"]) if categorical else {column_meaning(None, column.get("statistics"))}
+        if name in recorded and recorded[name] not in digests:
             what = "categories" if categorical else "normalization statistics"
             raise UserError(
                 str(data_path),

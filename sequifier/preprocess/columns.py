@@ -233,5 +233,6 @@ def plan_columns(
     if reused is not None:
         reused.check_types(types, source.files[0])
         reused.check_layouts({name: layout.definition()} if layout else {})
+        types = reused.stored_types(types)
     plan = ColumnPlan(types=types, split_column=config.split_column, layout_name=name, layout=layout)
     return plan, source

@@ -17,15 +17,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from sequifier.config.errors import UserError
-from sequifier.data.metadata import FIRST_VALUE_ID, MAX_CLASSES, SPECIAL_TOKEN_IDS
+from sequifier.data.metadata import (
+    BOOLEAN_SPELLINGS_OF_3X,
+    FIRST_VALUE_ID,
+    ID_MAP_RESERVED,
+    MAX_CLASSES,
+    SPECIAL_TOKEN_IDS,
+)
 from sequifier.preprocess.progress import log
 
-# Reserved ids written into every id map ([mask] is only in special_token_ids and n_classes).
-ID_MAP_RESERVED = {"[unknown]": SPECIAL_TOKEN_IDS["[unknown]"], "[other]": SPECIAL_TOKEN_IDS["[other]"]}
 OTHER_ID = SPECIAL_TOKEN_IDS["[other]"]
 UNKNOWN_ID = SPECIAL_TOKEN_IDS["[unknown]"]
-# 3.x spells booleans as the integers 0 and 1 in its maps.
-BOOLEAN_SPELLINGS_OF_3X = {"False": "0", "True": "1"}
 
 
 @dataclass(frozen=True)

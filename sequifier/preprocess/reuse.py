@@ -11,6 +11,9 @@ from sequifier.config.preprocess import PreprocessConfig
 from sequifier.data.metadata import DatasetMetadata, column_kind, read_metadata
 from sequifier.preprocess.progress import log
 
+# A real type a metadata may record (any case) -> the one its column is stored as.
+STORED_REAL_TYPES = {"float16": "Float32", "float32": "Float32", "float64": "Float64"}
+
 
 @dataclass(frozen=True)
 class ReusedMeaning:
@@ -42,6 +45,17 @@ class ReusedMeaning:
             if needs_statistics and column not in self.metadata.selected_columns_statistics:
                 raise self.mismatch(column, f"has no normalization statistics in {self.path} (needed for {data_file})")
 
+    def stored_types(self, types: dict[str, str]) -> dict[str, str]:
+        """`types` with each real column stored in the width the reused metadata records (as 3.x keeps it), so that
+        the new splits' metadata matches it; a float16 column is stored as float32, the narrowest width written."""
+        known = self.metadata.column_data_types
+        return {
+            column: STORED_REAL_TYPES.get(known[column].lower(), column_type)
+            if column_kind(column_type) == "real"
+            else column_type
+            for column, column_type in types.items()
+        }
+
     def normalization(self, config: PreprocessConfig) -> tuple[bool, bool]:
         """normalize_real_columns and normalize_on_all_data as the reused statistics were made; a note for each
         setting of the config that differs, since the config's is not applied."""
@@ -51,6 +65,13 @@ class ReusedMeaning:
         has_reals = any(column_kind(column_type) == "real" for column_type in self.metadata.column_data_types.values())
         for name, theirs, ours in zip(names, used, stated, strict=True):
             matters = has_reals and (name == names[0] or self.metadata.selected_columns_statistics)
+            if theirs != ours and matters and self.metadata.depth_layouts:
+                raise UserError(
+                    name,
+                    f"is {str(ours).lower()}, but the reused {self.path} of depth layouts was normalized with "
+                    f"{str(theirs).lower()}; reusing a depth layout's metadata needs the identical normalization "
+                    f"policy (as 3.x requires): set {name}: {str(theirs).lower()}",
+                )
             if theirs != ours and matters:
                 log(
                     f"note: {name} is {str(theirs).lower()} in the reused {self.path}, which this run applies with "

@@ -9,7 +9,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from sequifier.config.errors import UserError
-from sequifier.config.validate_training import given_schedule_length
+from sequifier.config.validate_training import ONE_CYCLE_PRODUCT, given_schedule_length
 from sequifier.training.precision import LossScaler, needs_loss_scaling
 
 TAKES_TOTAL_STEPS = {
@@ -63,10 +63,11 @@ def check_scheduler_length(config: dict[str, Any] | None, steps: int, per_batch:
         span, left_out = (
             ("the run", "it then lasts the run") if continuous else ("a phase", "each phase then gets its own length")
         )
+        omit = "leave both out" if where == ONE_CYCLE_PRODUCT else "leave it out"
         raise UserError(
             where,
             f"gives OneCycleLR {length} steps, but {span} steps it {steps} times (its {unit}) and OneCycleLR "
-            f"cannot step past its end; set at least {steps}, or leave it out ({left_out})",
+            f"cannot step past its end; make it at least {steps}, or {omit} ({left_out})",
         )
 
 

@@ -70,6 +70,19 @@ def test_without_metadata_infer_compares_the_splits_column_meanings_with_the_mod
     assert infer(tmp_path / "project", GENERATIVE, data_path=reused)
 
 
+def test_without_metadata_a_split_whose_map_leaves_out_the_reserved_entries_is_the_models_map(tmp_path, monkeypatch):
+    """A map of an integer column is written without `[unknown]` and `[other]` (as 3.x writes it); their ids are
+    fixed, so a split recording such a map of the model's values is read."""
+    export_all(tmp_path / "project")
+    metadata = json.loads(METADATA.read_text())
+    metadata["id_maps"]["event"] = {k: v for k, v in metadata["id_maps"]["event"].items() if not k.startswith("[")}
+    without_reserved = tmp_path / "without-reserved.json"
+    without_reserved.write_text(json.dumps(metadata))
+    preprocess_reference(tmp_path / "reused", monkeypatch, metadata_config_path=str(without_reserved))
+    reused = tmp_path / "reused" / "data" / "events-split2.parquet"
+    assert infer(tmp_path / "project", GENERATIVE, data_path=reused)
+
+
 def test_without_metadata_infer_names_a_column_whose_kind_changed(tmp_path, monkeypatch):
     export_all(tmp_path / "project")
     preprocess_reference(tmp_path / "other", monkeypatch, categorical_columns=["amount"])

@@ -10,6 +10,7 @@ import copy
 
 import pytest
 import torch
+from conftest import tiny_train_config
 from depth_helpers import depth_spec, depth_train_config, subitems
 
 from sequifier.config.compose import canonical_config
@@ -155,3 +156,10 @@ def test_the_3x_early_stopping_spelling_alone_in_a_file_is_read_through_composit
     config["global_training"]["early_stopping_patience"] = 2
     with pytest.raises(UserError, match="set only one of them"):
         canonical_config(compose_config(write_yaml(tmp_path / "both.yaml", config), []))
+
+
+def test_3x_read_format_csv_is_the_reader_of_merged_splits():
+    """3.x reads merged csv splits with read_format csv; here the merged-split reader (parquet) reads them."""
+    config = tiny_train_config()
+    config["global_training"]["read_format"] = "csv"
+    assert canonical_config(config).global_training.read_format == "parquet"

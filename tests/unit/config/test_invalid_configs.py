@@ -314,7 +314,7 @@ VALIDATION_ROWS = [
     ),
     row(
         "choice-read-format",
-        {"global_training.read_format": "csv"},
+        {"global_training.read_format": "feather"},
         "global_training.read_format",
         "choose one of 'parquet', 'pt'",
     ),
@@ -1130,7 +1130,7 @@ VALIDATION_ROWS = [
     row(
         "scheduler-epochs-times-steps-in-reset-mode",
         {"global_training.scheduler": {"name": "OneCycleLR", "max_lr": 0.01, "epochs": 10, "steps_per_epoch": 1}},
-        "global_training.scheduler.epochs",
+        "global_training.scheduler.epochs x steps_per_epoch",
         "do not set it for an epoch-stepped scheduler in reset mode",
     ),
     row(
@@ -1143,7 +1143,7 @@ VALIDATION_ROWS = [
                 {"name": "b", "epochs": 1, "sources": [{"source": "events"}]},
             ],
         },
-        "global_training.scheduler.epochs",
+        "global_training.scheduler.epochs x steps_per_epoch",
         "10 must equal the sum of all phase epochs (3)",
         base="canonical",
     ),
@@ -1682,6 +1682,19 @@ def test_config_contradicting_the_metadata_is_rejected(
     with pytest.raises(UserError) as error:
         resolve(config, reference_project, cwd=reference_project)
     assert_reported(error.value, path, fragment)
+
+
+def test_parts_whose_maps_differ_only_in_reserved_entries_train_together(reference_project: Path):
+    """Maps of integer columns are written without `[unknown]` and `[other]` (as 3.x writes them), earlier ones with
+    them: the same ids, so parts preprocessed before and after belong to one dataset; other ids still do not."""
+    data = json.loads((reference_project / METADATA).read_text())
+    without_reserved = {c: {k: v for k, v in m.items() if not k.startswith("[")} for c, m in data["id_maps"].items()}
+    config = canonical_config(apply(BASES["singleton"](), two_parts(id_maps=without_reserved)(reference_project)))
+    assert len(resolve(config, reference_project, cwd=reference_project).parts) == 2
+    without_reserved["event"].popitem()
+    config = canonical_config(apply(BASES["singleton"](), two_parts(id_maps=without_reserved)(reference_project)))
+    with pytest.raises(UserError, match="parts 'original' and 'increment' differ in id_maps"):
+        resolve(config, reference_project, cwd=reference_project)
 
 
 def test_a_part_without_validation_split_is_fine_when_not_evaluated(reference_project: Path):

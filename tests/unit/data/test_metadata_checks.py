@@ -9,6 +9,7 @@ import pytest
 from reference_helpers import REFERENCE_DIR
 
 from sequifier.config.errors import UserError
+from sequifier.data.fingerprint import values_of
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import metadata_from_dict, read_metadata, write_metadata
 from sequifier.preprocess.idmaps import static_id_map
@@ -200,3 +201,12 @@ def test_a_static_map_id_out_of_range_is_refused_naming_the_file(value, tmp_path
     with pytest.raises(UserError, match=f"id of 'b' must be an integer from 3 to {2**31 - 1}") as error:
         static_id_map(path)
     assert error.value.where == str(path)
+
+
+def test_id_maps_of_one_meaning_in_both_tools_spellings_compare_equal():
+    """3.x leaves reserved entries out of integer maps and spells booleans 0 and 1: the same ids, the same meaning."""
+    ours = {"False": 3, "True": 4, "[unknown]": 0, "[other]": 1}
+    assert values_of(ours) == values_of({"0": 3, "1": 4})
+    assert values_of(ours) != values_of({"0": 4, "1": 3})
+    assert values_of({"7": 3, "11": 4, "[unknown]": 0, "[other]": 1}) == values_of({"7": 3, "11": 4})
+    assert values_of({"7": 3, "11": 4}) != values_of({"7": 3, "12": 4})

@@ -229,6 +229,21 @@ def test_reused_metadata_needs_the_identical_layout(tmp_path, monkeypatch):
     assert error.value.problem.startswith(f"are not set, but {first} was written with the depth layouts {{")
 
 
+def test_reused_depth_metadata_needs_the_identical_normalization_policy(tmp_path, monkeypatch):
+    """As 3.x requires (the depth layouts' rules): a policy the config gives otherwise is refused, not replaced."""
+    first = run(tmp_path, monkeypatch, config(), {"data/items.parquet": table(ROWS)})
+    other = config(
+        preprocessing_data_path="data/more.parquet",
+        metadata_config_path=str(first.relative_to(tmp_path)),
+        normalize_real_columns=False,
+    )
+    with pytest.raises(UserError) as error:
+        run(tmp_path, monkeypatch, other, {"data/more.parquet": table(ROWS)})
+    assert error.value.where == "normalize_real_columns"
+    assert "needs the identical normalization policy" in error.value.problem
+    assert error.value.problem.endswith("set normalize_real_columns: true")
+
+
 def stored(root: Path, split: int = 0):
     return load_split(root / "data" / f"items-split{split}", SELECTED, ["accountType", "subitemType", "nextAction"])
 

@@ -148,15 +148,8 @@ def test_additional_config_paths_are_composed(tmp_path, monkeypatch):
     assert metadata["window_length"] == 9 and len(metadata["split_paths"]) == 2
 
 
-def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
-    table = pa.table(
-        {
-            "sequenceId": np.zeros(6, dtype=np.int64),
-            "itemPosition": np.arange(6),
-            "kind": ["a", None, "b", "a", None, "b"],
-            "level": pa.array(np.arange(6, dtype=np.float32)),
-        }
-    )
+def one_pt_shard(tmp_path, monkeypatch, table: pa.Table, **changes) -> tuple[dict, dict]:
+    """`table` preprocessed into one split of PT shards in the project `tmp_path/p`: its metadata and first shard."""
     data = tmp_path / "small.parquet"
     pq.write_table(table, data)
     metadata = preprocess(
@@ -168,13 +161,54 @@ def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
         split_ratios=[1.0],
         write_format="pt",
         merge_output=False,
+        **changes,
     )
-    assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
     shard = next((tmp_path / "p" / metadata["split_paths"][0]).glob("*.pt"))
-    payload = torch.load(shard, weights_only=True)
+    return metadata, torch.load(shard, weights_only=True)
+
+
+def test_float32_reals_and_missing_categories(tmp_path, monkeypatch):
+    table = pa.table(
+        {
+            "sequenceId": np.zeros(6, dtype=np.int64),
+            "itemPosition": np.arange(6),
+            "kind": ["a", None, "b", "a", None, "b"],
+            "level": pa.array(np.arange(6, dtype=np.float32)),
+        }
+    )
+    metadata, payload = one_pt_shard(tmp_path, monkeypatch, table)
+    assert metadata["column_data_types"] == {"kind": "Int64", "level": "Float32"}
     assert payload["sequences"]["level"].dtype == torch.float32
     assert payload["sequences"]["kind"].tolist() == [[0, 0, 3, 0, 4, 3, 0, 4]]  # 2 padding slots, then a, null, b, ...
     assert payload["left_pad_lengths"].tolist() == [2] and payload["start_item_positions"].tolist() == [-2]
+
+
+@pytest.mark.parametrize(
+    "recorded, data_dtype, stored", [("Float32", np.float64, torch.float32), ("float64", np.float32, torch.float64)]
+)
+def test_reused_metadata_decides_the_width_reals_are_stored_in(recorded, data_dtype, stored, tmp_path, monkeypatch):
+    """As 3.x keeps them: the new splits' metadata then records the reused types, which 3.x's infer compares."""
+    table = pa.table(
+        {
+            "sequenceId": np.zeros(6, dtype=np.int64),
+            "itemPosition": np.arange(6),
+            "level": pa.array(np.arange(6, dtype=data_dtype)),
+        }
+    )
+    earlier = {
+        "n_classes": {},
+        "id_maps": {},
+        "column_data_types": {"level": recorded},
+        "selected_columns_statistics": {"level": {"mean": 2.5, "std": 1.5}},
+        "normalize_real_columns": True,
+        "split_paths": ["./data/earlier-split0"],
+        "window_length": 8,
+    }
+    (tmp_path / "p" / "configs").mkdir(parents=True)
+    (tmp_path / "p" / "configs" / "old.json").write_text(json.dumps(earlier))
+    metadata, payload = one_pt_shard(tmp_path, monkeypatch, table, metadata_config_path="configs/old.json")
+    assert metadata["column_data_types"] == {"level": recorded.capitalize()}
+    assert payload["sequences"]["level"].dtype == stored
 
 
 def boolean_channel_input(tmp_path) -> object:

@@ -77,7 +77,7 @@ def test_optimizer_state_across_the_phase_boundary(reset):
         (True, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 2}, "total_steps"),  # each phase steps it 3 times
         (True, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 3}, None),
         (False, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 5}, "total_steps"),  # the run steps it 6 times
-        (False, {"name": "OneCycleLR", "max_lr": 0.1, "epochs": 2, "steps_per_epoch": 2}, "epochs"),
+        (False, {"name": "OneCycleLR", "max_lr": 0.1, "epochs": 2, "steps_per_epoch": 2}, "epochs x steps_per_epoch"),
         (False, {"name": "OneCycleLR", "max_lr": 0.1, "total_steps": 6}, None),
     ],
 )

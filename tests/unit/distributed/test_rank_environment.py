@@ -1,0 +1,43 @@
+"""What a process reads from the variables a launcher exports: its rank only as a rank of a whole group, and numbers
+that are not whole numbers named as the variables they are."""
+
+from __future__ import annotations
+
+import pytest
+
+from sequifier.config.errors import UserError
+from sequifier.distributed.environment import (
+    hydra_settings_of_this_rank,
+    refuse_partial_torchrun_variables,
+    this_rank,
+)
+
+
+@pytest.fixture(autouse=True)
+def no_launcher(monkeypatch: pytest.MonkeyPatch):
+    for name in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"):
+        monkeypatch.delenv(name, raising=False)
+
+
+def test_a_stray_rank_without_the_group_is_no_rank(monkeypatch: pytest.MonkeyPatch):
+    """A RANK left in the shell would otherwise make a plain run keep its record and summary to itself."""
+    monkeypatch.setenv("RANK", "1")
+    assert this_rank() == 0 and hydra_settings_of_this_rank() == ()
+    with pytest.raises(UserError) as refused:
+        refuse_partial_torchrun_variables(2)
+    assert refused.value.where == "global_training.distributed"
+    assert "sets RANK but not WORLD_SIZE or LOCAL_RANK" in refused.value.problem
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    monkeypatch.setenv("LOCAL_RANK", "1")
+    assert this_rank() == 1 and hydra_settings_of_this_rank()[0] == "hydra.output_subdir=null"
+    refuse_partial_torchrun_variables(2)
+
+
+@pytest.mark.parametrize("value", ["x", "", "-1", "1.5"])
+def test_a_rank_that_is_no_whole_number_is_named(value: str, monkeypatch: pytest.MonkeyPatch):
+    for name, given in (("RANK", value), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")):
+        monkeypatch.setenv(name, given)
+    with pytest.raises(UserError) as refused:
+        this_rank()
+    assert refused.value.where == "RANK"
+    assert refused.value.problem.startswith(f"is {value!r} in the environment, but torchrun sets it to a whole number")
