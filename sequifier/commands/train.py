@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import os
 import sys
 import time
 import traceback
@@ -141,10 +140,10 @@ def run(args: argparse.Namespace) -> int:
     multirun = args.multirun or any(o.startswith("hydra/launcher=") for o in overrides.all)
     if multirun and not args.multirun:
         print("note: a hydra/launcher override only acts in multirun; running with --multirun", file=sys.stderr)
-    if multirun and under_torchrun() and torchrun_number("WORLD_SIZE") > 1:
+    if multirun and under_torchrun() and (processes := torchrun_number("WORLD_SIZE")) > 1:
         raise UserError(
             "--multirun",
-            f"under torchrun each of its {os.environ['WORLD_SIZE']} processes would run the whole sweep on its own; "
+            f"under torchrun each of its {processes} processes would run the whole sweep on its own; "
             "start torchrun once per job, or sweep with -m and hydra/launcher=submitit_local (or slurm_ddp) and "
             "hydra.launcher.tasks_per_node set to the processes of each job",
         )

@@ -19,14 +19,6 @@ def under_torchrun() -> bool:
     return all(name in os.environ for name in TORCHRUN_VARIABLES)
 
 
-def partial_torchrun_variables() -> tuple[list[str], list[str]]:
-    """The torchrun variables set and those missing, where some but not all are set (else two empty lists)."""
-    present = [name for name in TORCHRUN_VARIABLES if name in os.environ]
-    if len(present) in (0, len(TORCHRUN_VARIABLES)):
-        return [], []
-    return present, [name for name in TORCHRUN_VARIABLES if name not in present]
-
-
 def torchrun_number(name: str) -> int:
     """The whole number a launcher exported as `name` (RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE)."""
     value = os.environ[name]
@@ -47,8 +39,9 @@ def torchrun_number(name: str) -> int:
 def refuse_partial_torchrun_variables(world_size: int) -> None:
     """Some of torchrun's variables without the others are no group to join: starting `world_size` processes of
     its own, each task of a launcher that set them would train the whole run into the same files."""
-    present, missing = partial_torchrun_variables()
-    if present:
+    present = [name for name in TORCHRUN_VARIABLES if name in os.environ]
+    missing = [name for name in TORCHRUN_VARIABLES if name not in os.environ]
+    if present and missing:
         raise UserError(
             "global_training.distributed",
             f"the environment sets {' and '.join(present)} but not {' or '.join(missing)}, so this process is no "

@@ -31,7 +31,6 @@ from sequifier.config.errors import OutsideFailure, UserError, file_system_error
 from sequifier.config.resolve import RunSpec
 from sequifier.deferred_signals import stopping_signals
 from sequifier.distributed.environment import (
-    refuse_partial_torchrun_variables,
     this_rank,
     torchrun_number,
     under_torchrun,
@@ -67,7 +66,6 @@ def launch(spec: RunSpec) -> TrainResult:
         return train(spec)
     if attached:
         return _attached(spec)
-    refuse_partial_torchrun_variables(spec.config.global_training.world_size)
     return _spawned(spec)
 
 

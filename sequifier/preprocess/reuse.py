@@ -58,25 +58,26 @@ class ReusedMeaning:
 
     def normalization(self, config: PreprocessConfig) -> tuple[bool, bool]:
         """normalize_real_columns and normalize_on_all_data as the reused statistics were made; a note for each
-        setting of the config that differs, since the config's is not applied."""
+        setting of the config that differs, since the config's is not applied (refused with depth layouts)."""
         used = (self.metadata.normalize_real_columns, self.metadata.normalize_on_all_data)
         stated = (config.normalize_real_columns, config.normalize_on_all_data)
         names = ("normalize_real_columns", "normalize_on_all_data")
         has_reals = any(column_kind(column_type) == "real" for column_type in self.metadata.column_data_types.values())
         for name, theirs, ours in zip(names, used, stated, strict=True):
             matters = has_reals and (name == names[0] or self.metadata.selected_columns_statistics)
-            if theirs != ours and matters and self.metadata.depth_layouts:
+            if theirs == ours or not matters:
+                continue
+            if self.metadata.depth_layouts:
                 raise UserError(
                     name,
                     f"is {str(ours).lower()}, but the reused {self.path} of depth layouts was normalized with "
                     f"{str(theirs).lower()}; reusing a depth layout's metadata needs the identical normalization "
                     f"policy (as 3.x requires): set {name}: {str(theirs).lower()}",
                 )
-            if theirs != ours and matters:
-                log(
-                    f"note: {name} is {str(theirs).lower()} in the reused {self.path}, which this run applies with "
-                    f"its statistics and records (the config gives {str(ours).lower()})"
-                )
+            log(
+                f"note: {name} is {str(theirs).lower()} in the reused {self.path}, which this run applies with "
+                f"its statistics and records (the config gives {str(ours).lower()})"
+            )
         return used
 
     def check_layouts(self, layouts: dict[str, dict]) -> None:
