@@ -99,6 +99,7 @@ def parse_overrides(overrides: list[str]) -> Overrides:
                 f"the key holds {', '.join(map(repr, unreadable))}: Hydra reads override keys of ASCII letters, "
                 "digits, _ and - (joined by . or /) only; set this field in the config file instead",
             )
+    given = overrides
     overrides = [_null_field_deletion(dotted_indices(o)) for o in overrides]
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
@@ -120,6 +121,7 @@ def parse_overrides(overrides: list[str]) -> Overrides:
             )
         if nesting(override.value()) > MAX_NESTING:
             raise UserError(override.input_line, f"nests mappings and lists more than {MAX_NESTING} levels deep")
+    _refuse_swept_fields_given_again(given, parsed)
     choices, swept = [], []
     for override in parsed:
         if override.key_or_group.lstrip("+~") == FRAGMENTS_KEY:
@@ -148,6 +150,22 @@ def parse_overrides(overrides: list[str]) -> Overrides:
         else:
             choices.append([override.input_line])
     return Overrides(list(overrides), swept, [list(c) for c in itertools.product(*choices)])
+
+
+def _refuse_swept_fields_given_again(given: list[str], parsed: list) -> None:
+    """A swept field set or removed (~) elsewhere on the command line: the later one would undo the sweep (jobs that
+    are one run) or be undone by it."""
+    fields = [dotted_indices(line).partition("=")[0].lstrip("+~") for line in given]
+    for line, field, override in zip(given, fields, parsed):
+        if not override.is_sweep_override():
+            continue
+        other = next((o for o, f in zip(given, fields) if f == field and o != line), None)
+        if other is not None:
+            raise UserError(
+                other,
+                f"{field} is swept by {line} on the same command line, and the later of the two would undo the other; "
+                "give the field once",
+            )
 
 
 def _null_field_deletion(line: str) -> str:

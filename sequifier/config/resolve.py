@@ -254,7 +254,7 @@ def _check_read_format(read_format: str, parts: list[PartSpec]) -> None:
     if read_format == "parquet" and pt:
         raise UserError(
             "global_training.read_format",
-            f"parquet was chosen but {pt[0].train_path} holds pt shards; set read_format: pt",
+            f"parquet (or 3.x's csv) reads merged splits, but {pt[0].train_path} holds pt shards; set read_format: pt",
         )
     if read_format == "pt" and other:
         raise UserError(

@@ -70,13 +70,18 @@ def check_architecture(architecture: ArchitectureConfig, path: str, problems: Pr
         problems.add(f"{where}.n_heads", f"{attention.n_heads} does not divide dim_model {architecture.dim_model}")
         return
     kv = attention.n_kv_heads
+    divides = isinstance(kv, int) and kv >= 1 and attention.n_heads % kv == 0
+    as_gqa = (
+        f"use type gqa for {kv}"
+        if divides
+        else f"type gqa would need a divisor of n_heads {attention.n_heads}, which {kv} is not"
+    )
     if attention.type == "mha" and kv not in (None, attention.n_heads):
         problems.add(
-            f"{where}.n_kv_heads",
-            f"mha uses one key/value head per query head ({attention.n_heads}); use type gqa for {kv}",
+            f"{where}.n_kv_heads", f"mha uses one key/value head per query head ({attention.n_heads}); {as_gqa}"
         )
     elif attention.type == "mqa" and kv not in (None, 1):
-        problems.add(f"{where}.n_kv_heads", f"mqa shares one key/value head; got {kv} (use type gqa)")
+        problems.add(f"{where}.n_kv_heads", f"mqa shares one key/value head; got {kv} ({as_gqa})")
     elif attention.type == "gqa" and kv is None:
         problems.add(f"{where}.n_kv_heads", "gqa needs n_kv_heads (a divisor of n_heads)")
     elif kv is not None and (kv < 1 or attention.n_heads % kv):

@@ -211,6 +211,11 @@ def config_warnings(config: TrainConfig) -> list[str]:
         warnings.append(
             "global_training.resume.checkpoint_path: is not read, since global_training.resume.policy is never"
         )
+    if config.evaluation and config.evaluation.monitor and config.evaluation.monitor.mode == "max":
+        warnings.append(
+            "evaluation.monitor.mode is max: the best model is the epoch of the highest validation loss, the "
+            "worst one (a lower loss is better); mode: min keeps the lowest"
+        )
     warnings += _idle_export_settings(config) + _idle_fsdp_settings(training)
     return warnings + _idle_selection_settings(config) + _unused_datasets(config) + _unused_interfaces(config)
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
 
+from sequifier.config.errors import UserError
 from sequifier.config.preprocess import ID_COLUMNS
 from sequifier.data.stored_windows import IDENTIFIER_COLUMNS
 
@@ -34,3 +35,15 @@ def column_name_problem(name: str) -> Optional[str]:
         reserved = ", ".join(sorted(RESERVED))
         return f"is reserved for the identifiers of stored windows, infer's outputs and the ONNX graph ({reserved})"
     return None
+
+
+def names_in(schema: Any, path: object) -> list[str]:
+    """The column names of the Arrow `schema` read from the file `path`, refused when one is not UTF-8 text."""
+    try:
+        return schema.names
+    except UnicodeDecodeError:
+        raise UserError(
+            str(path),
+            "has a column name that is not UTF-8 text (saved in another encoding); save the file as UTF-8, "
+            "or convert it to parquet",
+        ) from None

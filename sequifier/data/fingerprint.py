@@ -63,9 +63,15 @@ def values_of(id_map: dict) -> dict:
 
 
 def id_map_meanings(id_map: dict) -> set[str]:
-    """The column_meaning digests a split of a column with this map may record: with and without reserved entries."""
+    """The column_meaning digests a split of a column with this map may record: with and without reserved entries,
+    and, for a map of 0 and 1, also spelled False and True."""
     values = values_of(id_map)
-    return {column_meaning(id_map, None), column_meaning(values, None), column_meaning(values | ID_MAP_RESERVED, None)}
+    spellings = [values]
+    if values and set(values) <= set(BOOLEAN_SPELLINGS_OF_3X.values()):
+        spellings.append({ours: values[theirs] for ours, theirs in BOOLEAN_SPELLINGS_OF_3X.items() if theirs in values})
+    return {column_meaning(id_map, None)} | {
+        column_meaning(entries, None) for values in spellings for entries in (values, values | ID_MAP_RESERVED)
+    }
 
 
 def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:

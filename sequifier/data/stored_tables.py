@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError, missing_folder
+from sequifier.data.column_names import names_in
 from sequifier.data.csv_meanings import recorded_beside
 from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows, materialized
 
@@ -76,11 +77,14 @@ def not_stored_windows(path: Path) -> str | None:
     try:
         if path.suffix.lower() == ".csv":
             with open(path, "rb") as stream:
-                names = pv.open_csv(stream).schema.names
+                schema = pv.open_csv(stream).schema
         else:
-            names = pq.read_schema(path).names
+            schema = pq.read_schema(path)
+        names = names_in(schema, path)
     except (pa.ArrowException, OSError) as error:
         return f"cannot be read as stored windows ({' '.join(str(error).split())[:200]})"
+    except UserError as error:
+        return error.problem
     missing = _missing_bookkeeping(names)
     return f"holds no stored windows (no column {', '.join(missing)})" if missing else None
 
@@ -92,7 +96,7 @@ def _missing_bookkeeping(names: list[str]) -> list[str]:
 
 def _check_schema(schema: pa.Schema, path: Path, empty: bool) -> None:
     """The bookkeeping columns are there; identifiers are integers, inputCol strings, values numbers."""
-    missing = _missing_bookkeeping(schema.names)
+    missing = _missing_bookkeeping(names_in(schema, path))
     if missing:
         raise UserError(str(path), f"not a stored-window file: missing column(s) {', '.join(missing)}")
     if empty:

@@ -52,8 +52,35 @@ def refuse_partial_torchrun_variables(world_size: int) -> None:
 
 
 def this_rank() -> int:
-    """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0."""
-    return torchrun_number("RANK") if under_torchrun() else 0
+    """The rank of this process in a run that attached to an outside group (torchrun, Submitit), else 0; variables
+    that no launcher would set together are refused."""
+    if not under_torchrun():
+        return 0
+    rank, world_size, local_rank = (torchrun_number(name) for name in TORCHRUN_VARIABLES)
+    local_world = torchrun_number("LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in os.environ else world_size
+    for name, value, bound_name, bound in (
+        ("RANK", rank, "WORLD_SIZE", world_size),
+        (
+            "LOCAL_RANK",
+            local_rank,
+            "LOCAL_WORLD_SIZE" if "LOCAL_WORLD_SIZE" in os.environ else "WORLD_SIZE",
+            local_world,
+        ),
+    ):
+        if value >= bound:
+            raise UserError(
+                name,
+                f"is {value} in the environment, but {bound_name} is {bound}: a group's ranks run from 0 to "
+                f"{bound_name} - 1; unset RANK, WORLD_SIZE and LOCAL_RANK unless this process is a rank that torchrun "
+                "or a launcher started",
+            )
+    if local_world > world_size:
+        raise UserError(
+            "LOCAL_WORLD_SIZE",
+            f"is {local_world} in the environment, but WORLD_SIZE is {world_size}: a node runs at most the group's "
+            "processes; unset it unless this process is a rank that torchrun or a launcher started",
+        )
+    return rank
 
 
 def hydra_settings_of_this_rank() -> tuple[str, ...]:

@@ -16,6 +16,7 @@ import torch
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec, InterfaceSpec, NetworkSpec
 from sequifier.machine_memory import GIB, physical_memory
+from sequifier.model.layers import feed_forward_width
 
 TRAINED_BYTES_PER_PARAMETER = 16
 LAYERS_BUILT_WHOLE = 64
@@ -40,7 +41,7 @@ def training_bytes(spec: NetworkSpec) -> int:
 def _rough_bytes(spec: NetworkSpec) -> int:
     """A quick over-estimate of the backbone's share: the meta device's first use costs a second or more."""
     architecture = spec.backbone.architecture
-    width, hidden = architecture.dim_model, architecture.feed_forward.dim
+    width, hidden = architecture.dim_model, feed_forward_width(architecture)
     per_layer = 4 * width * width + 3 * width * hidden + 4 * width
     positions = 2 * spec.max_context_length * width
     vocabularies = _class_parameters(sum(c.n_classes for c in _columns(spec)), width)
@@ -120,7 +121,7 @@ def check_network_fits(spec: NetworkSpec, pass_tokens: int = 0) -> None:
     raise UserError(
         "model.backbone.architecture",
         f"{size} of dim_model {architecture.dim_model}, num_layers {architecture.num_layers}, feed_forward.dim "
-        f"{architecture.feed_forward.dim}, max_context_length {spec.max_context_length}), {beyond}; make it smaller",
+        f"{feed_forward_width(architecture)}, max_context_length {spec.max_context_length}), {beyond}; make it smaller",
     )
 
 

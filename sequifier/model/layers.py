@@ -33,6 +33,11 @@ def make_norm(kind: str, dim: int) -> nn.Module:
 PLAIN = {"gelu": F.gelu, "relu": F.relu, "silu": F.silu}
 
 
+def feed_forward_width(architecture: ArchitectureConfig) -> int:
+    """The feed-forward block's hidden width: `feed_forward.dim`, or 4 x dim_model where it is left out."""
+    return architecture.feed_forward.dim or 4 * architecture.dim_model
+
+
 class FeedForward(nn.Module):
     """Position-wise MLP with dropout after the activation (as in 3.x); gated activations use one fused input
     projection for gate and value."""
@@ -64,7 +69,7 @@ class TransformerLayer(nn.Module):
             dim, attention.n_heads, n_kv_heads, attention.output_projection, architecture.dropout, rotary
         )
         self.feed_forward = FeedForward(
-            dim, architecture.feed_forward.dim or 4 * dim, architecture.feed_forward.activation, architecture.dropout
+            dim, feed_forward_width(architecture), architecture.feed_forward.activation, architecture.dropout
         )
         self.attention_norm = make_norm(architecture.normalization.type, dim)
         self.feed_forward_norm = make_norm(architecture.normalization.type, dim)

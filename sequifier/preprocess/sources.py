@@ -16,6 +16,7 @@ import pyarrow.parquet as pq
 from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder, special_file
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
+from sequifier.data.column_names import names_in
 from sequifier.preprocess.csv_lines import refused_line, unclosed_quote_line
 from sequifier.preprocess.idmaps import text_spellings
 from sequifier.preprocess.progress import log
@@ -227,6 +228,7 @@ def _csv_schema(path: Path) -> tuple[pa.Schema, dict[str, str]]:
         schema = reader.schema
         reader.close()
         return schema, {}
+    names_in(table.schema, path)
     return table.schema, _rounded_integers(head, table.schema)
 
 
@@ -259,7 +261,8 @@ def _file_schema(path: Path, read_format: str) -> tuple[pa.Schema, dict[str, str
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))}){hint}") from None
     except OSError as error:
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
-    repeated = sorted({name for name in schema.names if schema.names.count(name) > 1})
+    names = names_in(schema, path)
+    repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
         raise UserError(
             str(path), f"has more than one column named {', '.join(map(repr, repeated))}; names must be unique"

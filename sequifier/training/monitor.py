@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import logging
 import math
 
 from sequifier.config.schema import TrainConfig
 from sequifier.training.evaluation import Evaluation
-
-logger = logging.getLogger("sequifier")
 
 
 class Monitor:
@@ -18,12 +15,7 @@ class Monitor:
         evaluation = config.evaluation
         monitor = evaluation.monitor if evaluation else None
         self.source = (monitor.source if monitor else evaluation.sources[0].source) if evaluation else None
-        self.maximize = bool(monitor and monitor.mode == "max")
-        if self.maximize:
-            logger.warning(
-                "evaluation.monitor.mode is max: the best model is the epoch of the highest validation loss, the "
-                "worst one (a lower loss is better); mode: min keeps the lowest"
-            )
+        self.maximize = bool(monitor and monitor.mode == "max")  # warned about by config_warnings
         self.patience = config.global_training.early_stopping_patience
         self.best_value = -math.inf if self.maximize else math.inf
         self.best_epoch = 0

@@ -97,11 +97,14 @@ def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: 
     AUTO_BF16_CPU_WIDTH wide: narrower products are too small a share of a CPU step for bf16 to pay
     (docs/performance.md). Layer dtypes and FSDP's layer_autocast are a run's own precision and keep it.
     """
-    if training.autocast in AUTOCAST_DTYPES:
-        return _stated(training.autocast, device)
+    layer_dtypes = None
     if training.layer_type_dtypes is not None:
         dtypes = ", ".join(f"{kind} {name}" for kind, name in training.layer_type_dtypes.items())
-        return None, f"precision: layer dtypes ({dtypes}; global_training.layer_type_dtypes), loss in float32"
+        layer_dtypes = f"layer dtypes ({dtypes}; global_training.layer_type_dtypes)"
+    if training.autocast in AUTOCAST_DTYPES:
+        return _stated(training.autocast, device, layer_dtypes)
+    if layer_dtypes is not None:
+        return None, f"precision: {layer_dtypes}, loss in float32"
     if training.distributed and training.data_parallelism == "fsdp":
         compute = "bf16 compute (global_training.layer_autocast)" if training.layer_autocast else "float32"
         return None, f"precision: FSDP {compute}"
@@ -122,14 +125,18 @@ def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: 
     )
 
 
-def _stated(autocast: str, device: torch.device) -> tuple[torch.dtype, str]:
+def _stated(autocast: str, device: torch.device, layer_dtypes: str | None) -> tuple[torch.dtype, str]:
     """The autocast dtype a config names, and its log line (saying when bf16 is not native on the device)."""
     slower = ""
     if autocast == "bf16" and device.type in ("cpu", "cuda") and native_bf16(device) is None:
         slower = f"; this {device.type} has no native bf16, so its products are converted and run slower than float32"
-    return AUTOCAST_DTYPES[autocast], (
-        f"precision: {autocast} autocast, float32 weights (global_training.autocast {autocast}){slower}"
+    stated = f"(global_training.autocast {autocast})"
+    line = (
+        f"{autocast} autocast {stated} over {layer_dtypes}"
+        if layer_dtypes
+        else f"{autocast} autocast, float32 weights {stated}"
     )
+    return AUTOCAST_DTYPES[autocast], f"precision: {line}{slower}"
 
 
 def autocast_context(dtype: torch.dtype | None, device: torch.device) -> ContextManager:

@@ -175,6 +175,19 @@ def test_some_of_torchruns_variables_without_the_others_are_refused(tmp_path: Pa
     assert "starting" not in result.stdout + result.stderr and not (folder / "models").exists()
 
 
+@pytest.mark.parametrize("distributed_run", [True, False])
+def test_a_rank_beyond_its_group_is_refused_before_any_job(tmp_path: Path, distributed_run: bool):
+    """Rank 1 of 1 would wait 30 minutes for a group that cannot form, or, not distributed, train without a record."""
+    folder = project_with(tmp_path, "p", distributed(2) if distributed_run else pt_config())
+    env = with_rank(1, 1, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port())) | {"LOCAL_RANK": "0"}
+    result = subprocess.run(
+        [sys.executable, "-m", "sequifier", "train"], cwd=folder, capture_output=True, text=True, env=env, timeout=300
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-3000:]
+    assert "error: RANK: is 1 in the environment, but WORLD_SIZE is 1: a group's ranks run from 0" in result.stderr
+    assert not (folder / "models").exists()
+
+
 def test_a_sweep_under_torchrun_is_refused_before_any_job(tmp_path: Path):
     """Every torchrun process would run the whole sweep on its own (and wait for peers in another job)."""
     folder = project_with(tmp_path, "p", distributed(2))

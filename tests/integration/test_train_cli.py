@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 from conftest import run_sequifier, tiny_train_config, write_yaml
 from run_helpers import project_with
@@ -89,3 +90,15 @@ def test_passes_whose_logits_exceed_the_memory_are_refused_before_training(refer
     assert "column 'event'" in result.stderr and "a training pass of 1,000,000,000 tokens" in result.stderr
     assert "fit: set global_training.max_tokens_per_pass to at most" in result.stderr
     assert not (reference_project / "checkpoints").exists()
+
+
+def test_a_feed_forward_without_its_width_trains_at_four_times_the_model_width(reference_project: Path):
+    """3.x requires feed_forward.dim; left out (or removed with ~) it is 4 x dim_model."""
+    config = tiny_train_config()
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    result = run_sequifier(["train", "~model.backbone.architecture.feed_forward.dim"], reference_project)
+    assert result.returncode == 0, result.stderr[-2000:]
+    checkpoint = torch.load(next((reference_project / "checkpoints").rglob("latest.pt")), weights_only=True)
+    up = next(v for k, v in checkpoint["model_state_dict"].items() if k.endswith("feed_forward.up.weight"))
+    width = config["model"]["backbone"]["architecture"]["dim_model"]
+    assert up.shape == (2 * 4 * width, width)  # a gated activation's gate and value, 4 x dim_model each

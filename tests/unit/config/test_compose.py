@@ -77,6 +77,23 @@ def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str,
     assert caught.value.where == override
 
 
+@pytest.mark.parametrize(
+    "overrides, named",
+    [
+        (["~global_training.gradient_clip", "global_training.gradient_clip=0.5,2"], "~global_training.gradient_clip"),
+        (["global_training.gradient_clip=0.5,2", "~global_training.gradient_clip"], "~global_training.gradient_clip"),
+        (["seed=1,2", "seed=3"], "seed=3"),
+        (["+phases[0].epochs=1,2", "phases.0.epochs=3"], "phases.0.epochs=3"),
+    ],
+)
+def test_a_swept_field_given_again_is_refused_naming_it(overrides: list[str], named: str):
+    """The later would undo the other: jobs that are one run, or a removal the sweep undoes."""
+    with pytest.raises(UserError, match="is swept by .* on the same command line") as caught:
+        parse_overrides(overrides)
+    assert caught.value.where == named
+    assert parse_overrides(["seed=1,2", "global_training.gradient_clip=0.5"]).swept_keys == ["seed"]
+
+
 def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
     result = run_sequifier(["train", "--cfg", "job"], reference_project)

@@ -689,6 +689,18 @@ VALIDATION_ROWS = [
         "mha uses one key/value head per query head (2); use type gqa",
     ),
     row(
+        "mha-with-kv-heads-no-gqa-takes",
+        {f"{ARCH}.attention": {"type": "mha", "n_heads": 4, "n_kv_heads": 3}},
+        f"{ARCH}.attention.n_kv_heads",
+        "mha uses one key/value head per query head (4); type gqa would need a divisor of n_heads 4, which 3 is not",
+    ),
+    row(
+        "mqa-with-kv-heads-no-gqa-takes",
+        {f"{ARCH}.attention": {"type": "mqa", "n_heads": 4, "n_kv_heads": 3}},
+        f"{ARCH}.attention.n_kv_heads",
+        "mqa shares one key/value head; got 3 (type gqa would need a divisor of n_heads 4, which 3 is not)",
+    ),
+    row(
         "mqa-with-several-kv-heads",
         {f"{ARCH}.attention": {"type": "mqa", "n_heads": 4, "n_kv_heads": 2}},
         f"{ARCH}.attention.n_kv_heads",
@@ -1649,7 +1661,18 @@ RESOLVE_ROWS = [
         "parquet-read-format-for-pt-shards",
         fixed({"dataset.part.metadata_config_path": "configs/metadata_configs/events_pt.json"}),
         "global_training.read_format",
-        "parquet was chosen but",
+        "parquet (or 3.x's csv) reads merged splits, but",
+    ),
+    resolve_row(
+        "csv-read-format-of-3x-for-pt-shards",
+        fixed(
+            {
+                "dataset.part.metadata_config_path": "configs/metadata_configs/events_pt.json",
+                "global_training.read_format": "csv",
+            }
+        ),
+        "global_training.read_format",
+        "parquet (or 3.x's csv) reads merged splits, but",
     ),
     resolve_row(
         "interface-shared-by-differing-datasets",

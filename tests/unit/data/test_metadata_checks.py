@@ -9,7 +9,7 @@ import pytest
 from reference_helpers import REFERENCE_DIR
 
 from sequifier.config.errors import UserError
-from sequifier.data.fingerprint import values_of
+from sequifier.data.fingerprint import column_meaning, id_map_meanings, values_of
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import metadata_from_dict, read_metadata, write_metadata
 from sequifier.preprocess.idmaps import static_id_map
@@ -210,3 +210,16 @@ def test_id_maps_of_one_meaning_in_both_tools_spellings_compare_equal():
     assert values_of(ours) != values_of({"0": 4, "1": 3})
     assert values_of({"7": 3, "11": 4, "[unknown]": 0, "[other]": 1}) == values_of({"7": 3, "11": 4})
     assert values_of({"7": 3, "11": 4}) != values_of({"7": 3, "12": 4})
+
+
+@pytest.mark.parametrize(
+    "model_map, split_map",
+    [
+        ({"0": 3, "1": 4}, {"False": 3, "True": 4, "[unknown]": 0, "[other]": 1}),
+        ({"False": 3, "True": 4, "[unknown]": 0, "[other]": 1}, {"0": 3, "1": 4}),
+        ({"7": 3, "11": 4}, {"7": 3, "11": 4, "[unknown]": 0, "[other]": 1}),
+    ],
+)
+def test_a_split_recording_a_map_of_one_meaning_in_the_other_spelling_is_the_models(model_map, split_map):
+    assert column_meaning(split_map, None) in id_map_meanings(model_map)
+    assert column_meaning({**split_map, next(iter(split_map)): 5}, None) not in id_map_meanings(model_map)

@@ -21,7 +21,7 @@ from sequifier.config.errors import UserError
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
-from sequifier.data.stored_tables import write_split_parquet
+from sequifier.data.stored_tables import not_stored_windows, write_split_parquet
 from sequifier.data.stored_windows import StoredWindows
 
 METADATA = read_metadata(REFERENCE_DIR / "configs" / "metadata_configs" / "events.json")
@@ -167,6 +167,19 @@ def test_merged_csv_split_loads_like_parquet(tmp_path):
     loaded = load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
     expected = load_split(split_path(2), list(METADATA.column_data_types), METADATA.categorical_columns)
     assert_same_windows(loaded, expected, atol=1e-12)
+
+
+def test_a_csv_split_whose_header_is_not_utf8_is_named(tmp_path):
+    path = tmp_path / "events-split2.csv"
+    pv.write_csv(pq.read_table(split_path(2)), path)
+    path.write_bytes(path.read_bytes().replace(b'"inputCol"', b'"inputCol\xe9"', 1))
+    assert not_stored_windows(path) == (
+        "has a column name that is not UTF-8 text (saved in another encoding); save the file as UTF-8, "
+        "or convert it to parquet"
+    )
+    with pytest.raises(UserError, match="column name that is not UTF-8 text") as error:
+        load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
+    assert error.value.where == str(path)
 
 
 def test_unknown_column_names_it():

@@ -41,3 +41,34 @@ def test_a_rank_that_is_no_whole_number_is_named(value: str, monkeypatch: pytest
         this_rank()
     assert refused.value.where == "RANK"
     assert refused.value.problem.startswith(f"is {value!r} in the environment, but torchrun sets it to a whole number")
+
+
+@pytest.mark.parametrize(
+    "variables, named, problem",
+    [
+        ({"RANK": "2", "WORLD_SIZE": "2", "LOCAL_RANK": "0"}, "RANK", "is 2 in the environment, but WORLD_SIZE is 2"),
+        ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "2"}, "LOCAL_RANK", "is 2 in the environment, but WORLD_SIZE"),
+        (
+            {"RANK": "1", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "1"},
+            "LOCAL_RANK",
+            "is 1 in the environment, but LOCAL_WORLD_SIZE is 1",
+        ),
+        (
+            {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "4"},
+            "LOCAL_WORLD_SIZE",
+            "is 4 in the environment, but WORLD_SIZE is 1",
+        ),
+    ],
+)
+def test_ranks_no_launcher_would_set_together_are_named(variables, named, problem, monkeypatch: pytest.MonkeyPatch):
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(UserError) as refused:
+        this_rank()
+    assert refused.value.where == named and refused.value.problem.startswith(problem)
+
+
+def test_the_last_rank_of_a_group_is_its_rank(monkeypatch: pytest.MonkeyPatch):
+    for name, value in {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
+        monkeypatch.setenv(name, value)
+    assert this_rank() == 3

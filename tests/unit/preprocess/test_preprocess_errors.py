@@ -159,6 +159,14 @@ CASES = [
         "event",
         "not UTF-8 text in {root}/" + CSV,
     ),
+    (
+        "latin-1 csv header",
+        CSV_INPUT,
+        {CSV: "sequenceId,itemPosition,event,caf\xe9\n0,0,a,1.0\n0,1,b,2.0\n".encode("latin-1")},
+        None,
+        "{root}/" + CSV,
+        "has a column name that is not UTF-8 text",
+    ),
     ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),
     (
         "parquet read as csv",

@@ -132,6 +132,16 @@ def test_an_explicit_setting_holds_whatever_the_cpu_and_is_logged(native, settin
         )  # fmt: skip
 
 
+def test_an_explicit_autocast_over_layer_dtypes_names_both(native):
+    native("avx512_bf16")
+    chosen, note = autocast_dtype(training(autocast="bf16", layer_type_dtypes={"linear": "bfloat16"}), CPU, 16)
+    assert chosen == torch.bfloat16
+    assert note == (
+        "precision: bf16 autocast (global_training.autocast bf16) over layer dtypes (linear bfloat16; "
+        "global_training.layer_type_dtypes)"
+    )
+
+
 def test_the_training_forward_runs_under_what_auto_chose(native, reference_project: Path, tmp_path: Path):
     config = tiny_train_config()
     config["model"]["backbone"]["architecture"]["dim_model"] = AUTO_BF16_CPU_WIDTH

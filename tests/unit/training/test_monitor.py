@@ -8,7 +8,10 @@ from conftest import tiny_train_config
 
 from sequifier.config.compose import canonical_config
 from sequifier.config.resolve import resolve
+from sequifier.config.validate_training import config_warnings
 from sequifier.training.engine import Trainer
+from sequifier.training.evaluation import Evaluation
+from sequifier.training.monitor import Monitor
 
 
 def test_training_stops_after_patience_epochs_without_improvement(reference_project: Path, tmp_path: Path):
@@ -25,17 +28,12 @@ def test_training_stops_after_patience_epochs_without_improvement(reference_proj
     assert "early stopping" in (reference_project / "logs" / "tiny" / "tiny.log").read_text()
 
 
-def test_mode_max_on_the_loss_keeps_the_highest_and_says_that_it_is_the_worst(caplog):
-    import logging
-
-    from sequifier.training.evaluation import Evaluation
-    from sequifier.training.monitor import Monitor
-
+def test_mode_max_on_the_loss_keeps_the_highest_and_says_that_it_is_the_worst():
     config = tiny_train_config()
     config["evaluation"] = {"sources": [{"source": "default"}], "monitor": {"source": "default", "mode": "max"}}
-    with caplog.at_level(logging.WARNING, logger="sequifier"):
-        monitor = Monitor(canonical_config(config))
-    assert any("the epoch of the highest validation loss, the worst one" in r.message for r in caplog.records)
+    canonical = canonical_config(config)
+    assert any("the epoch of the highest validation loss, the worst one" in w for w in config_warnings(canonical))
+    monitor = Monitor(canonical)
     losses = {1: 2.0, 2: 3.0, 3: 1.0}
     for epoch, loss in losses.items():
         monitor.update(epoch, {"default": Evaluation(losses={}, baseline={}, loss=loss, baseline_loss=0.0)}, 0.0)
