@@ -170,7 +170,7 @@ def run(args: argparse.Namespace) -> int:
     _refuse_repeated_jobs(overrides.combinations, configs)
     if multirun:
         _refuse_job_names_that_cannot_name_files(overrides, configs)
-    for warning in config_warnings(configs[0]) if this_rank() == 0 else ():  # other torchrun ranks would repeat them
+    for warning in _jobs_warnings(overrides.combinations, configs) if this_rank() == 0 else ():  # ranks would repeat
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
         first = configs[0]
@@ -225,6 +225,20 @@ def _refuse_shared_job_folders(overrides: list[str]) -> None:
         )
 
 
+def _jobs_warnings(combinations: list[list[str]], configs: list[TrainConfig]) -> list[str]:
+    """Each job's config warnings once; in a sweep, one that not every job gets names the jobs it holds for."""
+    held = {}
+    for combination, config in zip(combinations, configs):
+        for warning in config_warnings(config):
+            held.setdefault(warning, []).append(" ".join(combination))
+    return [
+        warning
+        if len(jobs) == len(configs)
+        else f"{warning} ({'job' if len(jobs) == 1 else 'jobs'} with overrides {'; '.join(jobs)})"
+        for warning, jobs in held.items()
+    ]
+
+
 def _refuse_repeated_jobs(combinations: list[list[str]], configs: list[TrainConfig]) -> None:
     """Two jobs of one config would train one model name twice, the second overwriting the first."""
     seen: dict[str, list[str]] = {}
@@ -234,7 +248,8 @@ def _refuse_repeated_jobs(combinations: list[list[str]], configs: list[TrainConf
             raise UserError(
                 "command line",
                 f"the jobs with overrides {' '.join(seen[key])} and {' '.join(combination)} are one run (the same "
-                "config and model name; the second would overwrite the first): remove the repeated value",
+                "config and model name; the second would overwrite the first): remove the repeated value, or the "
+                "override that sets what the swept values differ in",
             )
         seen[key] = combination
 

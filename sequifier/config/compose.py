@@ -156,10 +156,10 @@ def _refuse_swept_fields_given_again(given: list[str], parsed: list) -> None:
     """A swept field set or removed (~) elsewhere on the command line: the later one would undo the sweep (jobs that
     are one run) or be undone by it."""
     fields = [dotted_indices(line).partition("=")[0].lstrip("+~") for line in given]
-    for line, field, override in zip(given, fields, parsed):
+    for index, (line, field, override) in enumerate(zip(given, fields, parsed)):
         if not override.is_sweep_override():
             continue
-        other = next((o for o, f in zip(given, fields) if f == field and o != line), None)
+        other = next((o for i, (o, f) in enumerate(zip(given, fields)) if f == field and i != index), None)
         if other is not None:
             raise UserError(
                 other,

@@ -42,8 +42,12 @@ def names_in(schema: Any, path: object) -> list[str]:
     try:
         return schema.names
     except UnicodeDecodeError:
-        raise UserError(
-            str(path),
-            "has a column name that is not UTF-8 text (saved in another encoding); save the file as UTF-8, "
-            "or convert it to parquet",
-        ) from None
+        raise names_not_utf8(path) from None
+
+
+def names_not_utf8(path: object) -> UserError:
+    """The refusal of a file holding a column name that is not UTF-8 text (Arrow fails to decode it)."""
+    return UserError(
+        str(path),
+        "has a column name that is not UTF-8 text (saved in another encoding); save the file with UTF-8 names",
+    )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from sequifier.config.errors import UserError
 from sequifier.data.csv_meanings import recorded_beside
-from sequifier.data.folder_metadata import read_folder_metadata
+from sequifier.data.folder_metadata import FOLDER_METADATA, read_folder_metadata
 from sequifier.data.metadata import BOOLEAN_SPELLINGS_OF_3X, ID_MAP_RESERVED, DatasetMetadata, metadata_from_dict
 
 KEY = b"sequifier.meanings"
@@ -103,7 +103,7 @@ def _recorded(path: Path, key: bytes) -> str | None:
 
     try:
         value = (pq.read_schema(path).metadata or {}).get(key)
-    except (pa.ArrowException, OSError):
+    except (pa.ArrowException, OSError, UnicodeDecodeError):
         return None  # loading the split reports what is wrong with the file
     return value.decode("utf-8", "replace") if value else None
 
@@ -132,10 +132,25 @@ def _recorded_columns(path: Path, key: bytes) -> dict[str, str] | None:
 
 
 def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: Path) -> None:
-    written = split_fingerprint(split)
-    if written is None or written == meanings_fingerprint(metadata):
-        return
-    kinds = split_column_kinds(split) or {}
+    """A merged split's record, or a shard folder's metadata.json, holds the meanings of `metadata`; splits that
+    record none (3.x's) pass."""
+    split = Path(split)
+    if split.is_dir():
+        try:
+            described = read_folder_metadata(split)
+        except UserError:
+            return  # loading the folder reports what is wrong with it
+        written = folder_fingerprint(described, split)
+        if written is None or written == meanings_fingerprint(metadata):
+            return
+        maps, types = described.get("id_maps") or {}, described.get("column_data_types") or {}
+        kinds = {name: "categorical" if name in maps else "real" for name in types}
+        split = split / FOLDER_METADATA
+    else:
+        written = split_fingerprint(split)
+        if written is None or written == meanings_fingerprint(metadata):
+            return
+        kinds = split_column_kinds(split) or {}
     held, expected = sorted(kinds), sorted(metadata.column_data_types)
     if held and held != expected:
         raise UserError(

@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 
 from sequifier.atomic import atomic_path
 from sequifier.config.errors import UserError, missing_folder
-from sequifier.data.column_names import names_in
+from sequifier.data.column_names import names_in, names_not_utf8
 from sequifier.data.csv_meanings import recorded_beside
 from sequifier.data.stored_windows import IDENTIFIER_COLUMNS, StoredWindows, concat_windows, materialized
 
@@ -67,6 +67,8 @@ def _read_table(path: Path) -> pa.Table:
             table = table.replace_schema_metadata({WINDOW_LENGTH_KEY: written.encode("ascii", "replace")})
     except (pa.ArrowException, OSError) as error:
         raise _unreadable(path, error) from None
+    except UnicodeDecodeError:
+        raise names_not_utf8(path) from None
     _check_schema(table.schema, path, table.num_rows == 0)
     _check_complete(table, path)
     return table
@@ -83,6 +85,8 @@ def not_stored_windows(path: Path) -> str | None:
         names = names_in(schema, path)
     except (pa.ArrowException, OSError) as error:
         return f"cannot be read as stored windows ({' '.join(str(error).split())[:200]})"
+    except UnicodeDecodeError:
+        return names_not_utf8(path).problem
     except UserError as error:
         return error.problem
     missing = _missing_bookkeeping(names)
@@ -248,6 +252,8 @@ def _opened_parquet(path: Path) -> pq.ParquetFile:
         parquet = pq.ParquetFile(path, page_checksum_verification=True)
     except (pa.ArrowException, OSError) as error:
         raise _unreadable(path, error) from None
+    except UnicodeDecodeError:
+        raise names_not_utf8(path) from None
     _check_schema(parquet.schema_arrow, path, parquet.metadata.num_rows == 0)
     return parquet
 

@@ -4,6 +4,7 @@ that keep ranks other than 0 out of the project tree. No torch here: the command
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import tempfile
 from pathlib import Path
@@ -81,6 +82,12 @@ def this_rank() -> int:
             "processes; unset it unless this process is a rank that torchrun or a launcher started",
         )
     return rank
+
+
+def log_errors_only_off_rank_0(rank: int) -> None:
+    """Ranks other than 0 log errors only: rank 0 logs what every rank would repeat, warnings included."""
+    if rank != 0:
+        logging.getLogger("sequifier").setLevel(logging.ERROR)
 
 
 def hydra_settings_of_this_rank() -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from sequifier.config.errors import OutsideFailure, UserError, file_system_error
 from sequifier.config.resolve import RunSpec
 from sequifier.deferred_signals import stopping_signals
 from sequifier.distributed.environment import (
+    log_errors_only_off_rank_0,
     this_rank,
     torchrun_number,
     under_torchrun,
@@ -76,8 +77,7 @@ def _with_world_size(spec: RunSpec, world_size: int) -> RunSpec:
 
 def _attached(spec: RunSpec) -> TrainResult:
     check_address_set()
-    if this_rank() != 0:
-        logger.setLevel(logging.WARNING)  # rank 0 alone logs what every rank would repeat
+    log_errors_only_off_rank_0(this_rank())
     world_size = torchrun_number("WORLD_SIZE")
     configured = spec.config.global_training.world_size
     if world_size != configured:
@@ -282,8 +282,7 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_STARTING)
     keep_streams_writable()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)
-    if index != 0:
-        logging.getLogger("sequifier").setLevel(logging.WARNING)
+    log_errors_only_off_rank_0(index)
     try:
         result = _train_as(spec, Ranks(index, world_size, index), world_size)
     except (UserError, OSError) as error:

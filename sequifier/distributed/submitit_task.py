@@ -18,6 +18,7 @@ import time
 
 from sequifier.config.errors import UserError
 from sequifier.deferred_signals import stopping_signals
+from sequifier.distributed.environment import log_errors_only_off_rank_0
 
 logger = logging.getLogger("sequifier")
 REQUEUE_WAIT_S = 120.0  # Slurm ends the requeued job's tasks within seconds (KillWait)
@@ -58,8 +59,7 @@ def join_job_tasks(distributed: bool) -> None:
             "set global_training.distributed=true or hydra.launcher.tasks_per_node=1",
         )
     ranks = TorchDistributedEnvironment().export(set_cuda_visible_devices=False, overwrite=True)
-    if ranks.rank != 0:
-        logger.setLevel(logging.WARNING)
+    log_errors_only_off_rank_0(ranks.rank)
 
 
 def requeue_after_stop() -> None:

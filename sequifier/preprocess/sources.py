@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 from sequifier.config.entries import not_utf8, shown
 from sequifier.config.errors import UserError, missing_folder, special_file
 from sequifier.config.preprocess import READ_FORMATS, PreprocessConfig
-from sequifier.data.column_names import names_in
+from sequifier.data.column_names import names_in, names_not_utf8
 from sequifier.preprocess.csv_lines import refused_line, unclosed_quote_line
 from sequifier.preprocess.idmaps import text_spellings
 from sequifier.preprocess.progress import log
@@ -261,6 +261,8 @@ def _file_schema(path: Path, read_format: str) -> tuple[pa.Schema, dict[str, str
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))}){hint}") from None
     except OSError as error:
         raise UserError(str(path), f"cannot read as {read_format} ({_printable(str(error))})") from None
+    except UnicodeDecodeError:
+        raise names_not_utf8(path) from None
     names = names_in(schema, path)
     repeated = sorted({name for name in names if names.count(name) > 1})
     if repeated:
@@ -304,8 +306,8 @@ def _unified_type(name: str, typed: list[tuple[Path, pa.DataType]]) -> pa.DataTy
 def _parquet_without_rows(path: Path) -> bool:
     try:
         return pq.ParquetFile(path).metadata.num_rows == 0
-    except (OSError, pa.ArrowException):
-        return False
+    except (OSError, pa.ArrowException, UnicodeDecodeError):
+        return False  # reading its schema names what is wrong
 
 
 def open_source(config: PreprocessConfig, reused_maps: Mapping[str, dict[str, int]] | None = None) -> InputSource:

@@ -97,17 +97,19 @@ def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: 
     AUTO_BF16_CPU_WIDTH wide: narrower products are too small a share of a CPU step for bf16 to pay
     (docs/performance.md). Layer dtypes and FSDP's layer_autocast are a run's own precision and keep it.
     """
-    layer_dtypes = None
-    if training.layer_type_dtypes is not None:
+    own = None  # the precision the run sets itself, which autocast computes over
+    if training.layer_type_dtypes:
         dtypes = ", ".join(f"{kind} {name}" for kind, name in training.layer_type_dtypes.items())
-        layer_dtypes = f"layer dtypes ({dtypes}; global_training.layer_type_dtypes)"
+        own = f"layer dtypes ({dtypes}; global_training.layer_type_dtypes)"
+    fsdp = training.distributed and training.data_parallelism == "fsdp"
+    if fsdp and training.layer_autocast:
+        own = "FSDP bf16 compute (global_training.layer_autocast)"
     if training.autocast in AUTOCAST_DTYPES:
-        return _stated(training.autocast, device, layer_dtypes)
-    if layer_dtypes is not None:
-        return None, f"precision: {layer_dtypes}, loss in float32"
-    if training.distributed and training.data_parallelism == "fsdp":
-        compute = "bf16 compute (global_training.layer_autocast)" if training.layer_autocast else "float32"
-        return None, f"precision: FSDP {compute}"
+        return _stated(training.autocast, device, own)
+    if own is not None:
+        return None, f"precision: {own}" + (", loss in float32" if training.layer_type_dtypes else "")
+    if fsdp:
+        return None, "precision: FSDP float32"
     if training.autocast is None:
         return None, "precision: float32 (global_training.autocast null)"
     native = native_bf16(device)
@@ -125,17 +127,13 @@ def autocast_dtype(training: GlobalTrainingConfig, device: torch.device, width: 
     )
 
 
-def _stated(autocast: str, device: torch.device, layer_dtypes: str | None) -> tuple[torch.dtype, str]:
+def _stated(autocast: str, device: torch.device, own: str | None) -> tuple[torch.dtype, str]:
     """The autocast dtype a config names, and its log line (saying when bf16 is not native on the device)."""
     slower = ""
     if autocast == "bf16" and device.type in ("cpu", "cuda") and native_bf16(device) is None:
         slower = f"; this {device.type} has no native bf16, so its products are converted and run slower than float32"
     stated = f"(global_training.autocast {autocast})"
-    line = (
-        f"{autocast} autocast {stated} over {layer_dtypes}"
-        if layer_dtypes
-        else f"{autocast} autocast, float32 weights {stated}"
-    )
+    line = f"{autocast} autocast {stated} over {own}" if own else f"{autocast} autocast, float32 weights {stated}"
     return AUTOCAST_DTYPES[autocast], f"precision: {line}{slower}"
 
 

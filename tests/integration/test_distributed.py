@@ -95,7 +95,17 @@ def test_uneven_shares_pad_with_repeats_that_never_count(tmp_path: Path, single_
 
 def test_spawned_ranks_train_with_small_batches_export_and_infer(tmp_path: Path):
     folder = project_with(tmp_path, "p", pt_config(batch_size=16))
-    trained(folder, "global_training/distributed=ddp_gloo_cpu", "global_training.accumulation_steps=2")
+    result = run_sequifier(
+        [
+            "train",
+            "global_training/distributed=ddp_gloo_cpu",
+            "global_training.accumulation_steps=2",
+            "+global_training.scheduler={name: ExponentialLR, gamma: 0.0}",
+        ],
+        folder,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stderr.count("ExponentialLR keeps the learning rate at 0") == 1  # rank 0 warns for every rank
     log = (folder / "logs" / "dist" / "dist.log").read_text()
     assert "155 per process, 2 processes" in log
     threads = max(1, (os.cpu_count() or 1) // 2)

@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.csv as pyarrow_csv
 import pyarrow.parquet as pq
 import pytest
-from conftest import REFERENCE_DIR
+from conftest import REFERENCE_DIR, run_sequifier, tiny_train_config, write_yaml
 from infer_helpers import GENERATIVE, METADATA, export_all, infer
 from reference_helpers import REFERENCE_PARQUET, preprocess_reference
 
@@ -29,14 +29,14 @@ from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
 
 
-def _preprocessed(root: Path, monkeypatch, scale: float = 1.0) -> Path:
+def _preprocessed(root: Path, monkeypatch, scale: float = 1.0, **changes) -> Path:
     """The reference data preprocessed at `root`, its amounts multiplied by `scale`; the metadata path."""
     table = pq.read_table(REFERENCE_PARQUET)
     amounts = pa.compute.multiply(table.column("amount").cast(pa.float64()), scale)
     changed = root / "input" / REFERENCE_PARQUET.name
     changed.parent.mkdir(parents=True)
     pq.write_table(table.set_column(table.schema.get_field_index("amount"), "amount", amounts), changed)
-    return preprocess_reference(root, monkeypatch, data_file=changed)
+    return preprocess_reference(root, monkeypatch, data_file=changed, **changes)
 
 
 def test_a_split_carries_the_fingerprint_of_the_metadata_written_with_it(tmp_path, monkeypatch):
@@ -229,3 +229,28 @@ def test_a_shard_of_another_run_in_a_folder_is_refused(tmp_path, monkeypatch, wr
         load_split(folder, ["event", "amount"], {"event"})
     assert refused.value.where == str(shards[1])
     assert "another preprocess run" in refused.value.problem and "preprocess the split again" in refused.value.problem
+
+
+@pytest.mark.parametrize("write_format", ["parquet", "pt"])
+def test_train_refuses_shard_folders_of_another_preprocess_run_than_its_metadata(tmp_path, monkeypatch, write_format):
+    """A folder carries its metadata.json, whose meanings must be the configured metadata's, as a merged split's
+    record must."""
+    sharded = {"merge_output": False, "write_format": write_format}
+    metadata_path = _preprocessed(tmp_path / "one", monkeypatch, **sharded)
+    other = _preprocessed(tmp_path / "other", monkeypatch, scale=3.0, **sharded).parent.parent.parent
+    own = tmp_path / "one" / "data" / "events-split2"
+    check_same_meanings(own, read_metadata(metadata_path), metadata_path)
+    for split in ("events-split0", "events-split1"):
+        shutil.rmtree(tmp_path / "one" / "data" / split)
+        shutil.copytree(other / "data" / split, tmp_path / "one" / "data" / split)
+    config = tiny_train_config()
+    config["global_training"]["read_format"] = write_format
+    config["dataset"]["part"]["metadata_config_path"] = str(metadata_path)
+    write_yaml(tmp_path / "one" / "configs" / "train.yaml", config)
+    result = run_sequifier(["train"], tmp_path / "one")
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr[-2000:]
+    folder_metadata = tmp_path / "one" / "data" / "events-split0" / "metadata.json"
+    assert f"error: {folder_metadata}: was written by a preprocess run whose categories or statistics differ" in (
+        result.stderr
+    )
+    assert not (tmp_path / "one" / "models").exists()

@@ -154,6 +154,22 @@ def test_jobs_that_would_overwrite_each_other_and_flags_that_would_lose_to_an_ov
         assert "Traceback" not in result.stderr
 
 
+def test_each_jobs_config_warnings_are_said_once_naming_the_jobs_they_hold_for(reference_project: Path):
+    config = tiny_train_config()
+    config["evaluation"] = {"sources": [{"source": "default"}], "monitor": {"source": "default", "mode": "min"}}
+    config["global_training"]["resume"] = {"policy": "never", "checkpoint_path": "x.pt"}
+    write_yaml(reference_project / "configs" / "train.yaml", config)
+    arguments = ["train", "--cfg", "job", "-m", "evaluation.monitor.mode=min,max", "seed=1,2"]
+    result = run_sequifier(arguments, reference_project)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stderr.count("evaluation.monitor.mode is max") == 1
+    assert (
+        "(jobs with overrides evaluation.monitor.mode=max seed=1; evaluation.monitor.mode=max seed=2)" in result.stderr
+    )
+    said_for_all = [line for line in result.stderr.splitlines() if "checkpoint_path: is not read" in line]
+    assert len(said_for_all) == 1 and "with overrides" not in said_for_all[0]
+
+
 def test_a_sweep_stopped_by_ctrl_c_lists_the_stopped_job(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config(training_plan={"epochs": 3}))
     helper = Path(__file__).with_name("interrupted_train.py")

@@ -83,6 +83,7 @@ def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str,
         (["~global_training.gradient_clip", "global_training.gradient_clip=0.5,2"], "~global_training.gradient_clip"),
         (["global_training.gradient_clip=0.5,2", "~global_training.gradient_clip"], "~global_training.gradient_clip"),
         (["seed=1,2", "seed=3"], "seed=3"),
+        (["seed=1,2", "seed=1,2"], "seed=1,2"),
         (["+phases[0].epochs=1,2", "phases.0.epochs=3"], "phases.0.epochs=3"),
     ],
 )

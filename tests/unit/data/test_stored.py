@@ -18,6 +18,7 @@ import pytest
 from reference_helpers import IDENTIFIER_ATTRIBUTES, REFERENCE_DIR, assert_same_windows
 
 from sequifier.config.errors import UserError
+from sequifier.data.fingerprint import split_fingerprint
 from sequifier.data.folder_metadata import read_folder_metadata, write_folder_metadata
 from sequifier.data.metadata import read_metadata
 from sequifier.data.stored import load_split
@@ -174,9 +175,24 @@ def test_a_csv_split_whose_header_is_not_utf8_is_named(tmp_path):
     pv.write_csv(pq.read_table(split_path(2)), path)
     path.write_bytes(path.read_bytes().replace(b'"inputCol"', b'"inputCol\xe9"', 1))
     assert not_stored_windows(path) == (
-        "has a column name that is not UTF-8 text (saved in another encoding); save the file as UTF-8, "
-        "or convert it to parquet"
+        "has a column name that is not UTF-8 text (saved in another encoding); save the file with UTF-8 names"
     )
+    with pytest.raises(UserError, match="column name that is not UTF-8 text") as error:
+        load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
+    assert error.value.where == str(path)
+
+
+def test_a_parquet_split_whose_column_name_is_not_utf8_is_named(tmp_path):
+    """Arrow fails decoding such a name as it opens the file, before any schema is read."""
+    path = tmp_path / "events-split2.parquet"
+    table = pq.read_table(split_path(2))
+    table = table.append_column("x\u00e9x", pa.array(np.zeros(table.num_rows))).replace_schema_metadata(
+        table.schema.metadata
+    )
+    pq.write_table(table, path, store_schema=False)
+    path.write_bytes(path.read_bytes().replace("x\u00e9x".encode(), b"x\xe9Yx"))
+    assert "column name that is not UTF-8 text" in not_stored_windows(path)
+    assert split_fingerprint(path) is None  # loading the split names the file
     with pytest.raises(UserError, match="column name that is not UTF-8 text") as error:
         load_split(path, list(METADATA.column_data_types), METADATA.categorical_columns)
     assert error.value.where == str(path)

@@ -92,6 +92,14 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def latin1_named_parquet() -> bytes:
+    """good_table's Parquet bytes (without Arrow's schema) with `amount` renamed in place, wherever the file names it,
+    to bytes that are no UTF-8 text."""
+    sink = pa.BufferOutputStream()
+    pq.write_table(good_table(), sink, store_schema=False)
+    return sink.getvalue().to_pybytes().replace(b"amount", b"am\xe9unt")
+
+
 # id, config changes, input files (path -> table / text / JSON object), config text (replaces the YAML),
 # expected `where`, message part
 CASES = [
@@ -165,6 +173,14 @@ CASES = [
         {CSV: "sequenceId,itemPosition,event,caf\xe9\n0,0,a,1.0\n0,1,b,2.0\n".encode("latin-1")},
         None,
         "{root}/" + CSV,
+        "has a column name that is not UTF-8 text",
+    ),
+    (
+        "latin-1 parquet column name",
+        {},
+        {DATA: latin1_named_parquet()},
+        None,
+        "{root}/" + DATA,
         "has a column name that is not UTF-8 text",
     ),
     ("gzip csv", CSV_INPUT, {CSV: gzip.compress(b"sequenceId,itemPosition\n0,0\n")}, None, "{root}/" + CSV, "gzip"),

@@ -132,14 +132,30 @@ def test_an_explicit_setting_holds_whatever_the_cpu_and_is_logged(native, settin
         )  # fmt: skip
 
 
-def test_an_explicit_autocast_over_layer_dtypes_names_both(native):
+FSDP = {"distributed": True, "world_size": 2, "data_parallelism": "fsdp", "max_tokens_per_pass": None}
+
+
+@pytest.mark.parametrize(
+    "settings, own",
+    [
+        (
+            {"layer_type_dtypes": {"linear": "bfloat16"}},
+            "layer dtypes (linear bfloat16; global_training.layer_type_dtypes)",
+        ),
+        ({"layer_autocast": True, **FSDP}, "FSDP bf16 compute (global_training.layer_autocast)"),
+    ],
+)  # fmt: skip
+def test_an_explicit_autocast_over_the_runs_own_precision_names_both(native, settings, own):
     native("avx512_bf16")
-    chosen, note = autocast_dtype(training(autocast="bf16", layer_type_dtypes={"linear": "bfloat16"}), CPU, 16)
+    chosen, note = autocast_dtype(training(autocast="bf16", **settings), CPU, 16)
     assert chosen == torch.bfloat16
-    assert note == (
-        "precision: bf16 autocast (global_training.autocast bf16) over layer dtypes (linear bfloat16; "
-        "global_training.layer_type_dtypes)"
-    )
+    assert note == f"precision: bf16 autocast (global_training.autocast bf16) over {own}"
+
+
+def test_empty_layer_dtypes_leave_the_choice_to_auto(native):
+    native("avx512_bf16")
+    assert autocast_dtype(training(layer_type_dtypes={}), CPU, 512) == autocast_dtype(training(), CPU, 512)
+    assert autocast_dtype(training(layer_type_dtypes={}), CPU, 512)[0] == torch.bfloat16
 
 
 def test_the_training_forward_runs_under_what_auto_chose(native, reference_project: Path, tmp_path: Path):
