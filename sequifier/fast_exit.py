@@ -92,6 +92,7 @@ def leave(status: object) -> NoReturn:
     else:
         print(status, file=sys.stderr)
         code = 1
+    _stops_end_at_once()
     # The interpreter's own first step of an exit: threading's exit hooks (which tell idle thread pools, such as
     # torch.compile's, to end) and then the join of every non-daemon thread; joining without the hooks waits forever.
     threading._shutdown()
@@ -102,3 +103,18 @@ def leave(status: object) -> NoReturn:
         except (OSError, ValueError):
             code = code or 120  # the code Python gives when it cannot flush stdout at exit
     os._exit(code)
+
+
+def _stops_end_at_once() -> None:
+    """From here on a stop signal (torchrun's SIGTERM to a rank that is leaving) ends the process with its one line
+    and code, instead of raising inside an exit hook, whose traceback Python would print."""
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for number in stopping_signals():
+        if signal.getsignal(number) in (_raise_terminated, signal.default_int_handler):
+            signal.signal(number, _end_at_once)
+
+
+def _end_at_once(number: int, frame: object) -> None:
+    os.write(2, f"stopped by {signal.Signals(number).name}\n".encode())
+    os._exit(128 + number)

@@ -93,8 +93,8 @@ def check_global_training(config: TrainConfig, problems: ProblemList) -> None:
 def _check_layer_type_dtypes(config: TrainConfig, problems: ProblemList) -> None:
     training = config.global_training
     where = "global_training.layer_type_dtypes"
-    if training.layer_type_dtypes is None:
-        return
+    if not training.layer_type_dtypes:
+        return  # an empty mapping sets no layer's dtype
     if training.distributed and training.data_parallelism == "fsdp":
         problems.add(where, "must be null with FSDP; use layer_autocast for FSDP mixed precision")
     for layer_type, dtype in training.layer_type_dtypes.items():

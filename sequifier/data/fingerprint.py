@@ -77,16 +77,21 @@ def id_map_meanings(id_map: dict) -> set[str]:
 def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
     """The key-value metadata a merged Parquet split carries: the whole fingerprint and one digest per column."""
     written = _as_written(metadata)
-    statistics = written["selected_columns_statistics"] if written["normalize_real_columns"] else {}
-    columns = {
-        name: column_meaning(written["id_maps"].get(name), None if name in written["id_maps"] else statistics.get(name))
-        for name in written["column_data_types"]
-    }
     kinds = {name: "categorical" if name in written["id_maps"] else "real" for name in written["column_data_types"]}
     return {
         KEY: _fingerprint(written).encode("utf-8"),
-        COLUMNS_KEY: json.dumps(columns).encode("utf-8"),
+        COLUMNS_KEY: json.dumps(_column_meanings(written)).encode("utf-8"),
         KINDS_KEY: json.dumps(kinds).encode("utf-8"),
+    }
+
+
+def _column_meanings(written: dict) -> dict[str, str]:
+    """Column -> column_meaning of a metadata as its JSON file holds it: what its stored values mean, whatever the
+    spelling of its type (3.x's Int32 and ours Int64 alike)."""
+    statistics = written["selected_columns_statistics"] if written["normalize_real_columns"] else {}
+    return {
+        name: column_meaning(written["id_maps"].get(name), None if name in written["id_maps"] else statistics.get(name))
+        for name in written["column_data_types"]
     }
 
 
@@ -135,21 +140,28 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
     """A merged split's record, or a shard folder's metadata.json, holds the meanings of `metadata`; splits that
     record none (3.x's) pass."""
     split = Path(split)
+    expected = _as_written(metadata)
     if split.is_dir():
         try:
-            described = read_folder_metadata(split)
+            described = _folder_metadata(read_folder_metadata(split), split)
         except UserError:
             return  # loading the folder reports what is wrong with it
-        written = folder_fingerprint(described, split)
-        if written is None or written == meanings_fingerprint(metadata):
+        if described is None or _fingerprint(described) == _fingerprint(expected):
             return
-        maps, types = described.get("id_maps") or {}, described.get("column_data_types") or {}
-        kinds = {name: "categorical" if name in maps else "real" for name in types}
+        if _column_meanings(described) == _column_meanings(expected) and (described.get("depth_layouts") or {}) == (
+            expected.get("depth_layouts") or {}
+        ):
+            return  # the same maps and statistics, its types spelled otherwise (3.x's metadata reused)
+        kinds = {
+            name: "categorical" if name in described["id_maps"] else "real" for name in described["column_data_types"]
+        }
         split = split / FOLDER_METADATA
     else:
         written = split_fingerprint(split)
-        if written is None or written == meanings_fingerprint(metadata):
+        if written is None or written == _fingerprint(expected):
             return
+        if split_column_meanings(split) == _column_meanings(expected):
+            return  # the same maps and statistics, its types spelled otherwise (3.x's metadata reused)
         kinds = split_column_kinds(split) or {}
     held, expected = sorted(kinds), sorted(metadata.column_data_types)
     if held and held != expected:
@@ -175,8 +187,14 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
 
 def folder_fingerprint(described: dict, folder: Path) -> str | None:
     """The fingerprint of the meanings a shard folder's metadata.json describes; None where it describes none."""
+    written = _folder_metadata(described, folder)
+    return None if written is None else _fingerprint(written)
+
+
+def _folder_metadata(described: dict, folder: Path) -> dict | None:
+    """A shard folder's metadata.json as a metadata's JSON holds it; None where it describes no meanings."""
     try:
-        return meanings_fingerprint(metadata_from_dict({"split_paths": [], **described}, where=str(folder)))
+        return _as_written(metadata_from_dict({"split_paths": [], **described}, where=str(folder)))
     except (UserError, KeyError, TypeError, ValueError):
         return None  # reading the folder's metadata for its meanings reports what is wrong with it
 

@@ -103,11 +103,13 @@ def widened(values: Tensor) -> Tensor:
 @dataclass(frozen=True)
 class Batch:
     """Inputs [B, C] ([B, C, capacity] for deep columns and the depth masks, named by `depth_mask_input`);
-    targets, their persistence values and the counted-target mask [B, D] (D decoded positions)."""
+    targets, their persistence values (the item `target_offset` before), where those are items rather than the
+    window's left padding, and the counted-target mask [B, D] (D decoded positions)."""
 
     inputs: dict[str, Tensor]
     targets: dict[str, Tensor]
     persistence: dict[str, Tensor]
+    persistence_known: Tensor
     target_valid: Tensor
     left_pad_lengths: Tensor | None
 
@@ -127,6 +129,7 @@ def gather_batch(
     input_slots = input_start[:, None] + torch.arange(shape.context_length)
     decoded = shape.decoded_positions
     target_slots = (end_slot - decoded)[:, None] + torch.arange(decoded)
+    previous_slots = target_slots - shape.target_offset
     valid = (target_slots >= windows.first_target_slot[rows]) & (target_slots < windows.end_target_slot[rows])
     if sample_valid is not None:
         valid &= sample_valid[:, None]
@@ -136,7 +139,8 @@ def gather_batch(
     return Batch(
         inputs=inputs,
         targets={c: widened(windows.columns[c][rows, target_slots]) for c in target_columns},
-        persistence={c: widened(windows.columns[c][rows, target_slots - shape.target_offset]) for c in target_columns},
+        persistence={c: widened(windows.columns[c][rows, previous_slots]) for c in target_columns},
+        persistence_known=previous_slots >= windows.left_pad_lengths[rows],
         target_valid=valid,
         left_pad_lengths=padding if bool(padding.any()) else None,
     )

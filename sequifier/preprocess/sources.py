@@ -423,6 +423,7 @@ def _file_batches(
             )
             for row_group in range(parquet.num_row_groups):
                 for batch in parquet.iter_batches(batch_size=BATCH_ROWS, row_groups=[row_group], columns=schema.names):
+                    _check_text(batch, path)
                     yield batch, 0
         except (pa.ArrowException, OSError) as error:
             raise UserError(str(path), f"cannot read as parquet ({' '.join(str(error).split())[:200]})") from None
@@ -442,6 +443,20 @@ def _file_batches(
             if _only_a_header(path):
                 return
             raise _csv_problem(path, error, header) from None
+
+
+def _check_text(batch: pa.RecordBatch, path: Path) -> None:
+    """Parquet strings are UTF-8 by the format, which its readers do not check: text in another encoding is named."""
+    for name, column in zip(batch.schema.names, batch.columns):
+        values = column.dictionary if pa.types.is_dictionary(column.type) else column
+        if not (pa.types.is_string(values.type) or pa.types.is_large_string(values.type)):
+            continue
+        try:
+            values.validate(full=True)
+        except pa.ArrowInvalid:
+            raise UserError(
+                name, f"holds bytes that are not UTF-8 text in {path} (written in another encoding); write it as UTF-8"
+            ) from None
 
 
 def _only_a_header(path: Path) -> bool:

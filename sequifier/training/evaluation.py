@@ -19,12 +19,14 @@ from sequifier.training.losses import ELEMENTWISE, TargetLosses, persistence_los
 
 @dataclass
 class Totals:
-    """Sums over counted targets: model loss, baseline loss (reals), repeats (categories), counts."""
+    """Sums over counted targets: model loss, baseline loss (reals), repeats and targets without a predicted class
+    before them (categories), counts."""
 
     loss: dict[str, float] = field(default_factory=dict)
     baseline: dict[str, float] = field(default_factory=dict)
     repeats: dict[str, int] = field(default_factory=dict)
     count: dict[str, int] = field(default_factory=dict)
+    unprecedented: dict[str, int] = field(default_factory=dict)
 
     def add(self, other: Totals) -> None:
         for mine, theirs in (
@@ -32,6 +34,7 @@ class Totals:
             (self.baseline, other.baseline),
             (self.repeats, other.repeats),
             (self.count, other.count),
+            (self.unprecedented, other.unprecedented),
         ):
             for key, value in theirs.items():
                 mine[key] = mine.get(key, 0) + value
@@ -80,7 +83,10 @@ def evaluate_split(
             values, mask = losses.counted(target.name, batch.targets[target.name], batch.target_valid)
             previous = batch.persistence[target.name]
             if target.kind == "categorical":
-                step.repeats[target.name] = int((batch.targets[target.name] == previous)[mask].sum())
+                predicted = losses.output_index[target.name][previous.clamp(min=0)] >= 0
+                preceded = mask & batch.persistence_known & predicted
+                step.repeats[target.name] = int((batch.targets[target.name] == previous)[preceded].sum())
+                step.unprecedented[target.name] = int((mask & ~preceded).sum())
             else:
                 step.baseline[target.name] = float(
                     ELEMENTWISE[losses.criteria[target.name]](previous[mask], values[mask]).sum()
@@ -111,7 +117,7 @@ def summarize(totals: Totals, losses: TargetLosses) -> Evaluation:
         if target.kind == "categorical":
             n_predictable = int((losses.output_index[target.name] >= 0).sum())
             baseline[target.name] = persistence_loss_categorical(
-                totals.repeats.get(target.name, 0), count, n_predictable
+                totals.repeats.get(target.name, 0), count, n_predictable, totals.unprecedented.get(target.name, 0)
             )
         else:
             baseline[target.name] = totals.baseline.get(target.name, 0.0) / count if count else float("nan")

@@ -41,9 +41,9 @@ def note_targets_left_out(network: SequifierNetwork, parts: dict[tuple[str, str]
 def _note(dataset: str, part: str, split: str, target: str, interface: str, found: dict[str, int], total: int):
     held = ", ".join(f"{count:,} [{name}] ({MEANINGS[name]})" for name, count in found.items())
     logger.info(
-        "note: dataset_training.%s.parts.%s: its %s split holds %s values of target %r (of %s) that its decoder "
-        "does not predict: %s; the loss leaves them out; to predict them, list %s in "
-        "model.interfaces.%s.categorical_decoder_special_tokens.%s",
+        "note: dataset_training.%s.parts.%s: the windows of its %s split hold %s values of target %r (of %s; an item "
+        "in several windows counts in each) that its decoder does not predict: %s; the loss leaves them out; to "
+        "predict them, list %s in model.interfaces.%s.categorical_decoder_special_tokens.%s",
         dataset, part, split, f"{sum(found.values()):,}", target, f"{total:,}", held, ", ".join(found), interface,
         target,
     )  # fmt: skip

@@ -71,17 +71,23 @@ class TargetLosses:
         return sum(self.weights[name] * value for name, value in means.items() if self.weights[name] > 0)
 
 
-def persistence_loss_categorical(repeats: int, total: int, n_predictable: int) -> float:
+def persistence_loss_categorical(repeats: int, total: int, n_predictable: int, unprecedented: int = 0) -> float:
     """Cross-entropy of the calibrated persistence forecast.
 
     It gives the last observed value the probability p that values repeat (fitted on the
-    same targets) and spreads 1-p evenly over the other predictable classes.
+    same targets) and spreads 1-p evenly over the other predictable classes. The `unprecedented`
+    targets, after the window's padding or a value no class stands for, have no last value among the
+    classes: there it spreads 1 evenly over all of them.
     """
     if total == 0:
         return float("nan")
-    p = min(max(repeats / total, 1e-6), 1 - 1e-6)
+    preceded = total - unprecedented
+    uniform = unprecedented * math.log(n_predictable)
+    if preceded == 0:
+        return uniform / total
+    p = min(max(repeats / preceded, 1e-6), 1 - 1e-6)
     others = max(n_predictable - 1, 1)
-    return -(repeats * math.log(p) + (total - repeats) * math.log((1 - p) / others)) / total
+    return (uniform - repeats * math.log(p) - (preceded - repeats) * math.log((1 - p) / others)) / total
 
 
 def dataset_losses(spec: RunSpec, network: SequifierNetwork, dataset_name: str) -> TargetLosses:

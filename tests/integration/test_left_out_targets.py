@@ -43,8 +43,9 @@ def test_missing_target_values_the_decoder_does_not_predict_are_named_and_listin
     notes = _train(tmp_path, None)
     assert len(notes) == 2 and missing > 0
     train, validation = notes
-    assert "dataset_training.default.parts.default: its train split holds " in train
+    assert "dataset_training.default.parts.default: the windows of its train split hold " in train
+    assert "; an item in several windows counts in each) that its decoder does not predict" in train
     assert "[unknown] (missing values); the loss leaves them out; to predict them, list unknown in " in train
     assert train.endswith("model.interfaces.default.categorical_decoder_special_tokens.event")
-    assert "its validation split holds" in validation
+    assert "the windows of its validation split hold" in validation
     assert _train(tmp_path, {"event": ["unknown", "other"]}) == []

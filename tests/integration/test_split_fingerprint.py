@@ -254,3 +254,21 @@ def test_train_refuses_shard_folders_of_another_preprocess_run_than_its_metadata
         result.stderr
     )
     assert not (tmp_path / "one" / "models").exists()
+
+
+@pytest.mark.parametrize("merge_output", [True, False])
+def test_a_split_is_the_metadatas_whatever_the_spelling_of_its_types(tmp_path, monkeypatch, merge_output):
+    """3.x's metadata may spell a categorical column Int32 and a real one Float16, which a reusing preprocess
+    records in this project's spelling: the same maps and statistics are the same meanings."""
+    metadata_path = _preprocessed(tmp_path, monkeypatch, merge_output=merge_output, write_format="parquet")
+    split = tmp_path / "data" / ("events-split2.parquet" if merge_output else "events-split2")
+    spelled = json.loads(metadata_path.read_text())
+    spelled["column_data_types"].update(event="Int32", channel="UInt8", amount="Float16")
+    other_spelling = tmp_path / "spelled-by-3x.json"
+    other_spelling.write_text(json.dumps(spelled))
+    check_same_meanings(split, read_metadata(other_spelling), other_spelling)
+    spelled["selected_columns_statistics"]["amount"]["mean"] += 1.0
+    other_statistics = tmp_path / "other-statistics.json"
+    other_statistics.write_text(json.dumps(spelled))
+    with pytest.raises(UserError, match="categories or statistics differ"):
+        check_same_meanings(split, read_metadata(other_statistics), other_statistics)

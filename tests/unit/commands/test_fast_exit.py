@@ -103,6 +103,14 @@ def test_sigterm_or_a_hangup_that_reaches_the_top_unwinds_the_command_and_exits_
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
+def test_a_stop_while_the_process_leaves_ends_it_with_one_line(tmp_path):
+    """torchrun's SIGTERM to a rank whose exit hooks run: no exception inside a hook, no traceback."""
+    ending = "import os, signal; atexit.register(lambda: (os.kill(os.getpid(), signal.SIGTERM), time.sleep(5)))"
+    done = _run(tmp_path, ending)
+    assert done.returncode == 128 + signal.SIGTERM
+    assert "Traceback" not in done.stderr and done.stderr.strip() == "stopped by SIGTERM"
+
+
 def test_a_memory_error_that_reaches_the_top_is_one_line_and_exit_1(tmp_path):
     done = _run(tmp_path, "raise MemoryError")
     assert done.returncode == 1

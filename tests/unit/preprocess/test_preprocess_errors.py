@@ -92,6 +92,15 @@ def parquet_bytes(table: pa.Table) -> bytes:
     return sink.getvalue().to_pybytes()
 
 
+def latin1_valued_parquet(dictionary: bool) -> bytes:
+    """good_table as uncompressed Parquet bytes, one `event` value in Latin-1 (which Arrow does not check)."""
+    events = good_table().column("event").to_pylist()
+    events[5] = "VVxVV"
+    sink = pa.BufferOutputStream()
+    pq.write_table(with_column(good_table(), "event", events), sink, compression="none", use_dictionary=dictionary)
+    return sink.getvalue().to_pybytes().replace(b"VVxVV", b"VV\xe9VV")
+
+
 def latin1_named_parquet() -> bytes:
     """good_table's Parquet bytes (without Arrow's schema) with `amount` renamed in place, wherever the file names it,
     to bytes that are no UTF-8 text."""
@@ -174,6 +183,22 @@ CASES = [
         None,
         "{root}/" + CSV,
         "has a column name that is not UTF-8 text",
+    ),
+    (
+        "latin-1 parquet value",
+        {},
+        {DATA: latin1_valued_parquet(dictionary=False)},
+        None,
+        "event",
+        "holds bytes that are not UTF-8 text in {root}/" + DATA,
+    ),
+    (
+        "latin-1 parquet value in a dictionary",
+        {},
+        {DATA: latin1_valued_parquet(dictionary=True)},
+        None,
+        "event",
+        "holds bytes that are not UTF-8 text in {root}/" + DATA,
     ),
     (
         "latin-1 parquet column name",

@@ -35,3 +35,16 @@ def test_persistence_baseline_matches_its_definition():
     p = 0.3
     expected = -(0.3 * math.log(p) + 0.7 * math.log(0.7 / 9))
     assert math.isclose(persistence_loss_categorical(repeats, total, classes), expected)
+
+
+def test_targets_without_a_last_class_get_every_class_alike_and_leave_the_repeat_rate_alone():
+    """After the window's padding (or a value no class stands for) the forecast is uniform over the classes; the
+    repeat rate is fitted on the targets that have a last class."""
+    repeats, preceded, unprecedented, classes = 30, 100, 20, 6
+    p = repeats / preceded
+    expected = (
+        -(repeats * math.log(p) + (preceded - repeats) * math.log((1 - p) / 5)) + unprecedented * math.log(classes)
+    ) / (preceded + unprecedented)
+    baseline = persistence_loss_categorical(repeats, preceded + unprecedented, classes, unprecedented)
+    assert math.isclose(baseline, expected)
+    assert math.isclose(persistence_loss_categorical(0, 5, classes, 5), math.log(classes))

@@ -187,6 +187,14 @@ def test_invalid_precision_settings_are_refused_with_their_path(settings, where,
     assert f"global_training.{where}" in str(refused.value) and message in str(refused.value)
 
 
+def test_empty_layer_dtypes_are_none_even_under_fsdp():
+    config = tiny_train_config()
+    config["global_training"].update(
+        layer_type_dtypes={}, distributed=True, world_size=2, backend="gloo", data_parallelism="fsdp"
+    )
+    assert canonical_config(config).global_training.layer_type_dtypes == {}
+
+
 def test_precision_and_compile_options_are_supported():
     config = tiny_train_config()
     config["global_training"].update(
