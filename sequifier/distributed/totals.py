@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import torch
 
 from sequifier.distributed.ranks import Ranks
 from sequifier.training.evaluation import Totals
 
-FIELDS = ("loss", "baseline", "repeats", "count")
+FIELDS = tuple(field.name for field in fields(Totals))
+COUNTED = tuple(field.name for field in fields(Totals) if field.type == "dict[str, int]")  # summed as whole numbers
 
 
 def summed_totals(totals: Totals, ranks: Ranks) -> Totals:
@@ -19,5 +22,5 @@ def summed_totals(totals: Totals, ranks: Ranks) -> Totals:
     summed = ranks.sum(values).tolist()
     result = Totals()
     for (field, key), value in zip(keys, summed):
-        getattr(result, field)[key] = int(round(value)) if field in ("repeats", "count") else value
+        getattr(result, field)[key] = int(round(value)) if field in COUNTED else value
     return result
