@@ -140,16 +140,16 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
     """A merged split's record, or a shard folder's metadata.json, holds the meanings of `metadata`; splits that
     record none (3.x's) pass."""
     split = Path(split)
-    expected = _as_written(metadata)
+    ours = _as_written(metadata)
     if split.is_dir():
         try:
             described = _folder_metadata(read_folder_metadata(split), split)
         except UserError:
             return  # loading the folder reports what is wrong with it
-        if described is None or _fingerprint(described) == _fingerprint(expected):
+        if described is None or _fingerprint(described) == _fingerprint(ours):
             return
-        if _column_meanings(described) == _column_meanings(expected) and (described.get("depth_layouts") or {}) == (
-            expected.get("depth_layouts") or {}
+        if _column_meanings(described) == _column_meanings(ours) and (described.get("depth_layouts") or {}) == (
+            ours.get("depth_layouts") or {}
         ):
             return  # the same maps and statistics, its types spelled otherwise (3.x's metadata reused)
         kinds = {
@@ -158,9 +158,9 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
         split = split / FOLDER_METADATA
     else:
         written = split_fingerprint(split)
-        if written is None or written == _fingerprint(expected):
+        if written is None or written == _fingerprint(ours):
             return
-        if split_column_meanings(split) == _column_meanings(expected):
+        if split_column_meanings(split) == _column_meanings(ours):
             return  # the same maps and statistics, its types spelled otherwise (3.x's metadata reused)
         kinds = split_column_kinds(split) or {}
     held, expected = sorted(kinds), sorted(metadata.column_data_types)
