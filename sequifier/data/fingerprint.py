@@ -77,12 +77,16 @@ def id_map_meanings(id_map: dict) -> set[str]:
 def recorded_meanings(metadata: DatasetMetadata) -> dict[bytes, bytes]:
     """The key-value metadata a merged Parquet split carries: the whole fingerprint and one digest per column."""
     written = _as_written(metadata)
-    kinds = {name: "categorical" if name in written["id_maps"] else "real" for name in written["column_data_types"]}
     return {
         KEY: _fingerprint(written).encode("utf-8"),
         COLUMNS_KEY: json.dumps(_column_meanings(written)).encode("utf-8"),
-        KINDS_KEY: json.dumps(kinds).encode("utf-8"),
+        KINDS_KEY: json.dumps(_column_kinds(written)).encode("utf-8"),
     }
+
+
+def _column_kinds(written: dict) -> dict[str, str]:
+    """Column -> "categorical" (it has an id map) or "real", of a metadata as its JSON file holds it."""
+    return {name: "categorical" if name in written["id_maps"] else "real" for name in written["column_data_types"]}
 
 
 def _column_meanings(written: dict) -> dict[str, str]:
@@ -152,9 +156,7 @@ def check_same_meanings(split: Path, metadata: DatasetMetadata, metadata_path: P
             ours.get("depth_layouts") or {}
         ):
             return  # the same maps and statistics, its types spelled otherwise (3.x's metadata reused)
-        kinds = {
-            name: "categorical" if name in described["id_maps"] else "real" for name in described["column_data_types"]
-        }
+        kinds = _column_kinds(described)
         split = split / FOLDER_METADATA
     else:
         written = split_fingerprint(split)
