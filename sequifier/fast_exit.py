@@ -64,15 +64,22 @@ def run_and_leave(main: Callable[[], int | None]) -> NoReturn:
     leave(status)
 
 
-def _stop_behind(error: BaseException) -> KeyboardInterrupt | Terminated | None:
+def _stop_behind(error: BaseException) -> BaseException | None:
     """The stop signal's exception that a C extension turned into `error` while it loaded (onnxruntime's
     "initialization failed"), if one is in its chain of causes."""
+    return found_behind(error, lambda link: isinstance(link, (KeyboardInterrupt, Terminated)))
+
+
+def found_behind(error: BaseException, wanted: Callable[[BaseException], bool]) -> BaseException | None:
+    """The first exception of `error`'s chain (itself, then what it was raised from or while handling) that is
+    `wanted`."""
     seen: set[int] = set()
-    while error is not None and id(error) not in seen:
-        if isinstance(error, (KeyboardInterrupt, Terminated)):
-            return error
-        seen.add(id(error))
-        error = error.__cause__ or error.__context__
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        if wanted(link):
+            return link
+        seen.add(id(link))
+        link = link.__cause__ or link.__context__
     return None
 
 

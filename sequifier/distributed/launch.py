@@ -40,7 +40,7 @@ from sequifier.distributed.ranks import Ranks
 from sequifier.distributed.rendezvous import check_address_set, join_group
 from sequifier.distributed.sharding import check_shares
 from sequifier.distributed.submitit_task import in_submitit_job, join_job_tasks
-from sequifier.fast_exit import Terminated, leave
+from sequifier.fast_exit import Terminated, found_behind, leave
 from sequifier.standard_streams import keep_streams_writable
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
@@ -88,10 +88,14 @@ def _attached(spec: RunSpec) -> TrainResult:
     local_world = torchrun_number("LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in os.environ else world_size
     try:
         return _train_as(spec, ranks, local_world)
-    except RuntimeError as error:
-        if not (isinstance(error, dist.DistError) or "/gloo/" in str(error)):
+    except (RuntimeError, Terminated) as error:
+        # torchrun sends SIGTERM to the ranks left as soon as it sees one end: it may arrive while the error unwinds
+        lost = found_behind(error, _collective_failure)
+        if lost is None:
             raise
-        said = " ".join(str(error).split())
+        for number in stopping_signals():  # a stop signal while this rank reports the cause would hide it
+            signal.signal(number, signal.SIG_IGN)
+        said = " ".join(str(lost).split())
         raise OutsideFailure(
             "global_training.distributed",
             f"rank {ranks.rank} lost its connection to the other processes of the run: one of them ended or was killed "
@@ -100,8 +104,14 @@ def _attached(spec: RunSpec) -> TrainResult:
         ) from None
 
 
+def _collective_failure(error: BaseException) -> bool:
+    return isinstance(error, RuntimeError) and (isinstance(error, dist.DistError) or "/gloo/" in str(error))
+
+
 def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
-    """Join the group as `ranks` (address and port in the environment), train, and leave it."""
+    """Join the group as `ranks` (address and port in the environment), train, and leave it. A rank whose training
+    failed leaves the group to the end of its process: destroying it could wait on collectives that the other ranks
+    never complete, as gloo cannot abort them."""
     training = spec.config.global_training
     cuda = spec.config.device.startswith("cuda")
     if cuda:
@@ -110,13 +120,11 @@ def _train_as(spec: RunSpec, ranks: Ranks, local_world: int) -> TrainResult:
     torch.set_num_threads(training.num_threads or max(1, (os.cpu_count() or 1) // local_world))
     device = torch.device(ranks.collective_device) if cuda else None
     join_group(training.backend, ranks.rank, ranks.world_size, COLLECTIVE_TIMEOUT, device)
-    try:
-        result = train(spec, ranks)
-        if not in_submitit_job():  # Submitit tasks end through Submitit, which may requeue them at any time
-            dist.barrier()  # while rank 0 exports; a rank leaving the group early can abort the others' connections
-        return result
-    finally:
-        dist.destroy_process_group()
+    result = train(spec, ranks)
+    if not in_submitit_job():  # Submitit tasks end through Submitit, which may requeue them at any time
+        dist.barrier()  # while rank 0 exports; a rank leaving the group early can abort the others' connections
+    dist.destroy_process_group()
+    return result
 
 
 def free_port() -> int:
