@@ -42,7 +42,7 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{_temp_stem(path.name)}.{_host()}.{os.getpid()}.{secrets.token_hex(6)}.tmp")
 
 
-def _process_exists(pid: int) -> bool:
+def process_exists(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -88,7 +88,7 @@ def remove_stale_temps(path: Path) -> None:
         candidates = [entry.name for entry in entries if entry.name.startswith(prefix)]
     for name in candidates:
         match = pattern.fullmatch(name)
-        if match and match.group(1) == host and not _process_exists(int(match.group(2))):
+        if match and match.group(1) == host and not process_exists(int(match.group(2))):
             remove_path(path.parent / name)
 
 

@@ -4,10 +4,13 @@ so that two commands started in the same second get a folder each."""
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import time
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 from sequifier.commands.sweep import foreign_record_files
 from sequifier.config.compose import TrainEntry, hydra_config, hydra_quoted, last_value
@@ -67,6 +70,14 @@ def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
     return (f"hydra.run.dir={hydra_quoted(str(_new_folder(Path.cwd() / 'outputs', 'hydra.run.dir')))}",)
 
 
+def check_chosen_folder(resolved: dict[str, str], multirun: bool) -> None:
+    """The record folder the overrides choose (`resolved_folder_settings`), checked as a run would check it, for
+    `--cfg job`, which makes none."""
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    if key in resolved:
+        _check_chosen(resolved[key], key)
+
+
 def sweep_folder(resolved: dict[str, str]) -> Path:
     """The folder of a sweep: the user's hydra.sweep.dir (`resolved_folder_settings`), checked, or a new
     multirun/<date>/<time>."""
@@ -74,6 +85,32 @@ def sweep_folder(resolved: dict[str, str]) -> Path:
     if chosen is not None:
         return _check_chosen(chosen, "hydra.sweep.dir")
     return _new_folder(Path.cwd() / "multirun", "hydra.sweep.dir")
+
+
+@contextmanager
+def sweep_folder_held(folder: Path) -> Iterator[None]:
+    """While open, no other sequifier sweep runs into `folder`: its jobs' folders (0/, 1/, ...) and records would
+    be this sweep's, each command's summary losing jobs to the other. An exclusive flock on the folder, released by
+    the kernel however the command ends; where the file system has no such locks, sweeps go on unlocked."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as error:
+        raise UserError("hydra.sweep.dir", f"{folder}: cannot make the sweep's folder ({os_problem(error)})") from None
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UserError(
+                "hydra.sweep.dir",
+                f"{folder} is the folder of another sweep running now, whose jobs' folders and records this one "
+                "would write over; choose another hydra.sweep.dir, or wait for that sweep to end",
+            ) from None
+        except OSError:
+            pass  # no locks here (flock as NFS emulates it may refuse)
+        yield
+    finally:
+        os.close(descriptor)
 
 
 def _check_chosen(chosen: str, key: str) -> Path:

@@ -37,10 +37,12 @@ from sequifier.commands.launcher import (
     with_launcher_defaults,
 )
 from sequifier.commands.record_folder import (
+    check_chosen_folder,
     check_working_folder,
     resolved_folder_settings,
     run_folder_settings,
     sweep_folder,
+    sweep_folder_held,
 )
 from sequifier.commands.submitit_stop import requeued_after_stop
 from sequifier.commands.sweep import (
@@ -173,6 +175,7 @@ def run(args: argparse.Namespace) -> int:
     for warning in _jobs_warnings(overrides.combinations, configs) if this_rank() == 0 else ():  # ranks would repeat
         print(f"warning: {warning}", file=sys.stderr)
     if args.cfg:
+        check_chosen_folder(folders, multirun)
         first = configs[0]
         if multirun:  # as the sweep's first job trains it
             swept = swept_values(tuple(overrides.combinations[0]), set(overrides.unswept_keys))
@@ -180,24 +183,30 @@ def run(args: argparse.Namespace) -> int:
         print(OmegaConf.to_yaml(asdict(first)), end="")
         return 0
     rank_settings = hydra_settings_of_this_rank()
-    if multirun:
-        sweep_dir, folder_settings = sweep_folder(folders), ()
-    else:
-        sweep_dir = Path.cwd() / "multirun"  # unused by a single run
-        folder_settings = () if rank_settings else run_folder_settings(overrides.all)
+    if not multirun:
+        settings = rank_settings or run_folder_settings(overrides.all)
+        _run_jobs(entry, overrides, False, Path.cwd() / "multirun", settings)  # a single run has no sweep folder
+        return 0
+    sweep_dir = sweep_folder(folders)
+    with sweep_folder_held(sweep_dir):
+        try:
+            _run_jobs(entry, overrides, True, sweep_dir, rank_settings)
+        except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
+            if not ended.code:
+                raise
+            summarized = report_sweep(sweep_dir)
+            if summarized in (1, 2):  # a job that failed outweighs one that stopped
+                return summarized
+            return ended.code if isinstance(ended.code, int) else 1
+        return report_sweep(sweep_dir)
+
+
+def _run_jobs(entry: TrainEntry, overrides: Overrides, multirun: bool, sweep_dir: Path, settings: tuple) -> None:
     prepare_slurm_launcher(overrides.all)
     try:
-        run_hydra(entry, overrides, multirun, sweep_dir, train_task, rank_settings + folder_settings + start_sweep())
+        run_hydra(entry, overrides, multirun, sweep_dir, train_task, settings + start_sweep())
     except SubmissionRefused as refused:
         raise refused.error from None
-    except SystemExit as ended:  # Hydra printed why (e.g. a launcher whose job died without a result)
-        if not multirun or not ended.code:
-            raise
-        summarized = report_sweep(sweep_dir)
-        if summarized in (1, 2):  # a job that failed outweighs one that stopped
-            return summarized
-        return ended.code if isinstance(ended.code, int) else 1
-    return report_sweep(sweep_dir) if multirun else 0
 
 
 def _removes_the_launcher(override: str) -> bool:

@@ -121,7 +121,7 @@ def parse_overrides(overrides: list[str]) -> Overrides:
             )
         if nesting(override.value()) > MAX_NESTING:
             raise UserError(override.input_line, f"nests mappings and lists more than {MAX_NESTING} levels deep")
-    _refuse_swept_fields_given_again(given, parsed)
+    _refuse_fields_given_twice(given, parsed)
     choices, swept = [], []
     for override in parsed:
         if override.key_or_group.lstrip("+~") == FRAGMENTS_KEY:
@@ -135,7 +135,8 @@ def parse_overrides(overrides: list[str]) -> Overrides:
             swept.append(override.key_or_group)
             if override.value_type is not None and override.value_type.name == "GLOB_CHOICE_SWEEP":
                 raise UserError(
-                    override.input_line, "glob() is not supported; list the presets: key=a,b (or key=range(0,4))"
+                    override.input_line,
+                    "glob() is not supported; list the values (or presets): key=a,b (or key=range(0,4))",
                 )
             try:
                 values = list(override.sweep_string_iterator())
@@ -152,20 +153,32 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     return Overrides(list(overrides), swept, [list(c) for c in itertools.product(*choices)])
 
 
-def _refuse_swept_fields_given_again(given: list[str], parsed: list) -> None:
-    """A swept field set or removed (~) elsewhere on the command line: the later one would undo the sweep (jobs that
-    are one run) or be undone by it."""
+def _refuse_fields_given_twice(given: list[str], parsed: list) -> None:
+    """A field or preset group set or removed (~) twice on the command line: Hydra would apply the later one and
+    drop the other without a word (a swept one: jobs that are one run, or a removal the sweep undoes). The pair
+    `~path +path=...` stays, which replaces a whole mapping."""
     fields = [dotted_indices(line).partition("=")[0].lstrip("+~") for line in given]
-    for index, (line, field, override) in enumerate(zip(given, fields, parsed)):
-        if not override.is_sweep_override():
-            continue
-        other = next((o for i, (o, f) in enumerate(zip(given, fields)) if f == field and i != index), None)
-        if other is not None:
+    for later, (second, field) in enumerate(zip(given, fields)):
+        for earlier in range(later):
+            first = given[earlier]
+            if fields[earlier] != field or _replaces_a_mapping(first, second):
+                continue
+            if parsed[earlier].is_sweep_override() or parsed[later].is_sweep_override():
+                swept, other = (first, second) if parsed[earlier].is_sweep_override() else (second, first)
+                raise UserError(
+                    other,
+                    f"{field} is swept by {swept} on the same command line, and the later of the two would undo the "
+                    "other; give the field once",
+                )
             raise UserError(
-                other,
-                f"{field} is swept by {line} on the same command line, and the later of the two would undo the other; "
-                "give the field once",
+                second,
+                f"{field} is given twice on the command line (also by {first}), and Hydra would apply the later one "
+                "and drop the other without a word; give it once",
             )
+
+
+def _replaces_a_mapping(first: str, second: str) -> bool:
+    return first.startswith("~") and "=" not in first and second.startswith("+") and not second.startswith("++")
 
 
 def _null_field_deletion(line: str) -> str:
@@ -375,7 +388,7 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
                 f"{group}=<preset> (one of {presets})"
             )
         else:
-            problem = (
+            problem = _unknown_field_to_remove(key) or (
                 f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
                 f"(set {key}=<value> instead)"
             )
@@ -412,6 +425,11 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
             chosen[-1] if chosen else f"+{key}",
             f"{key} is in the config already, and + adds a field that is not; set it: {key}={value}",
         )
+    forced = re.match(r"force-add of config groups is not supported: '([^']+)'", message)
+    if forced:
+        return UserError(
+            forced.group(1), f"++ adds a field; a preset is chosen without it: {forced.group(1).lstrip('+')}"
+        )
     chosen_twice = re.match(r"Multiple values for ([^ ]+)\. To override a value use", message)
     if chosen_twice:
         group = chosen_twice.group(1)
@@ -419,8 +437,8 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         if added:
             return UserError(
                 added[-1],
-                f"the config chooses a preset of {group} already, and + adds a choice it lacks; choose another "
-                f"without +: {added[-1].lstrip('+')}",
+                f"every train config has a place for a preset of {group} (empty until one is chosen), so + has "
+                f"nothing to add; choose the preset without +: {added[-1].lstrip('+')}",
             )
     absent = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if absent:
@@ -428,6 +446,15 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         chosen = [o for o in overrides if o.split("=", 1)[0] == key]
         return UserError(chosen[-1] if chosen else key, f"there is no field {key} to set; +{key}=<value> adds it")
     return UserError(str(entry.config_file), message)
+
+
+def _unknown_field_to_remove(key: str) -> str | None:
+    """Why `~key` removes nothing where the schema has no such field: its name, with a did-you-mean."""
+    *section, name = key.split(".")
+    known = section_fields(section)
+    if known is None or name in known:
+        return None
+    return f"unknown field{did_you_mean(name, sorted(known))}, so there is nothing to remove"
 
 
 def hydra_config(entry: TrainEntry, overrides: list[str]) -> DictConfig:
@@ -478,8 +505,8 @@ def _refuse_group_overrides_that_do_nothing(overrides: list[str]) -> None:
             problem = f"{group} is a section every train config needs, so it cannot be removed; change its fields"
         else:
             problem = (
-                f"no preset of {group} is chosen, so there is none to remove and the file's "
-                f"{group.replace('/', '.')} would stay; change its fields, or choose a preset with {group}=<preset> "
+                f"no preset of {group} is chosen, so there is none to remove and ~{group} would change nothing; "
+                f"change the file's fields, or choose a preset with {group}=<preset> "
                 f"(one of {', '.join(group_presets(group))})"
             )
         raise UserError(override, problem)

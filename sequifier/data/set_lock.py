@@ -17,7 +17,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
-from sequifier.atomic import _process_exists
+from sequifier.atomic import process_exists
 
 # A preprocess run stages in a temp of this name in its output folder, with its record of the swap in it.
 STAGING_NAME = "preprocess"
@@ -75,7 +75,7 @@ def swap_cut_short(folder: Path) -> str | None:
             record = json.loads(record_path.read_text(encoding="utf-8"))
             moved = [not os.path.lexists(record_path.parent / move["staged"]) for move in record["moves"]]
             cut = not record["committed"] and any(moved) and not all(moved)
-            if cut and record["host"] == host and not _process_exists(int(record["pid"])):
+            if cut and record["host"] == host and not process_exists(int(record["pid"])):
                 return str(record_path)
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue  # not a record a preprocess run wrote

@@ -130,7 +130,9 @@ def materialized(values: np.ndarray, dtype: np.dtype, where: str) -> np.ndarray:
             raise UserError(
                 where,
                 f"holds {values[beyond][0]:.4g}, beyond the {np.dtype(dtype).name} range the model computes in "
-                f"(±{largest:.4g}); preprocess with normalize_real_columns: true, or rescale the column",
+                f"(±{largest:.4g}); normalize the column when preprocessing (normalize_real_columns: true, and "
+                "where it is already, normalize_on_all_data: true, which fits its statistics on every split), or "
+                "rescale it",
             )
     if np.issubdtype(dtype, np.integer) and np.issubdtype(values.dtype, np.floating) and values.size:
         fractional = values != np.round(values)

@@ -9,10 +9,12 @@ import os
 import tempfile
 from pathlib import Path
 
+from sequifier.atomic import process_exists
 from sequifier.config.compose import hydra_quoted
 from sequifier.config.errors import UserError
 
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK")
+RANK_FOLDER_PREFIX = "sequifier-rank-"
 
 
 def under_torchrun() -> bool:
@@ -96,9 +98,19 @@ def hydra_settings_of_this_rank() -> tuple[str, ...]:
     rank = this_rank()
     if rank == 0:
         return ()
-    elsewhere = Path(tempfile.gettempdir()) / f"sequifier-rank-{rank}-{os.getpid()}"
+    parent = Path(tempfile.gettempdir())
+    _remove_folders_of_killed_ranks(parent)
+    elsewhere = parent / f"{RANK_FOLDER_PREFIX}{rank}-{os.getpid()}"
     atexit.register(_remove_if_empty, elsewhere)
     return ("hydra.output_subdir=null", f"hydra.run.dir={hydra_quoted(str(elsewhere))}", "hydra/job_logging=stdout")
+
+
+def _remove_folders_of_killed_ranks(parent: Path) -> None:
+    """The empty folders of ranks whose exit hook never ran (SIGKILL): their process is gone."""
+    for folder in parent.glob(f"{RANK_FOLDER_PREFIX}*-*"):
+        pid = folder.name.rpartition("-")[2]
+        if pid.isdigit() and not process_exists(int(pid)):
+            _remove_if_empty(folder)
 
 
 def _remove_if_empty(folder: Path) -> None:

@@ -44,12 +44,11 @@ from sequifier.fast_exit import Terminated, found_behind, leave
 from sequifier.standard_streams import keep_streams_writable
 from sequifier.training.engine import train
 from sequifier.training.result import TrainResult
-from sequifier.training.stop import FORWARDED, StopRequested
+from sequifier.training.stop import FORWARDED, StopRequested, remember_stops_until_training
 
 logger = logging.getLogger("sequifier")
 # A peer that died ends the others' collectives at once; this bounds waits on live peers (rank 0's export).
 COLLECTIVE_TIMEOUT = timedelta(minutes=30)
-FORWARD_EVERY_S = 1.0
 HELD_WHILE_STARTING = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, FORWARDED}
 
 
@@ -164,8 +163,8 @@ def _spawned(spec: RunSpec) -> TrainResult:
 
 def _started_with_stops_held(world_size: int, spec: RunSpec, outcomes) -> mp.ProcessContext:
     """The spawned ranks, started with the stop signals blocked, which they inherit: a signal sent while a rank
-    imports and unpickles (Ctrl-C to the group, FORWARDED from this process) waits until `_worker` ignores it,
-    instead of killing the rank or printing its traceback. The parent's handlers are already in place."""
+    imports and unpickles (Ctrl-C to the group, FORWARDED from this process) waits until `_worker` keeps it for
+    training, instead of killing the rank or printing its traceback. The parent's handlers are already in place."""
     held = signal.pthread_sigmask(signal.SIG_BLOCK, HELD_WHILE_STARTING)
     try:
         return mp.start_processes(
@@ -177,15 +176,15 @@ def _started_with_stops_held(world_size: int, spec: RunSpec, outcomes) -> mp.Pro
 
 def _supervise(ranks: mp.ProcessContext, stops: _StopsForwarded) -> None:
     """Wait for the ranks, forwarding stops. Once one fails, the others are killed at once: they wait in collectives
-    that cannot complete without it (torch would send them SIGTERM, which a starting rank ignores, and wait 30 s)."""
+    that cannot complete without it (torch would send them SIGTERM, which a rank takes as a graceful stop, and wait
+    30 s)."""
     while True:
         codes = [process.exitcode for process in ranks.processes]  # one reading: a rank may end meanwhile
         failed = [index for index, code in enumerate(codes) if code not in (None, 0)]
         if failed or None not in codes:
             break
         live = [process.sentinel for process, code in zip(ranks.processes, codes) if code is None]
-        multiprocessing.connection.wait(live, timeout=FORWARD_EVERY_S)
-        stops.repeat()
+        multiprocessing.connection.wait(live)
     if failed:
         for index, process in enumerate(ranks.processes):
             if index != failed[0]:
@@ -221,7 +220,7 @@ class _StopsForwarded:
 
     The first stopping signal (deferred_signals.py), SIGUSR1 or FORWARDED (SIGUSR2) is forwarded as FORWARDED,
     which a rank that got the signal too ignores; a second one but FORWARDED as SIGKILL, which stops the ranks at
-    once (a starting rank ignores the others). Signals that arrive before the ranks exist are forwarded once they do
+    once. Signals that arrive before the ranks exist are forwarded once they do
     (`watch`). Inside a Submitit job Submitit handles them.
     """
 
@@ -255,11 +254,6 @@ class _StopsForwarded:
         if self.received >= 2:
             raise KeyboardInterrupt if self.last == signal.SIGINT else Terminated(self.last)
 
-    def repeat(self) -> None:
-        """Forward a stop again, for ranks that were still starting (they ignore FORWARDED until they train)."""
-        if self.received == 1:
-            self._send(FORWARDED)
-
     def _send(self, number: int) -> None:
         for process in self.processes:
             if process.is_alive():  # a rank that ended is reaped here, so its pid is not another process's
@@ -285,8 +279,7 @@ def _worker(index: int, spec: RunSpec, world_size: int, outcomes) -> None:
     A rank that ends on its own leaves without the interpreter's teardown, as the `sequifier` command does:
     there, a backend thread of torch.distributed that still wakes up can abort the finished rank (SIGABRT).
     """
-    for number in HELD_WHILE_STARTING:  # until training handles them (training/stop.py)
-        signal.signal(number, signal.SIG_IGN)  # the parent forwards its stop again every FORWARD_EVERY_S
+    remember_stops_until_training(HELD_WHILE_STARTING)  # a signal to this rank alone is not lost meanwhile
     signal.pthread_sigmask(signal.SIG_UNBLOCK, HELD_WHILE_STARTING)
     keep_streams_writable()
     logging.basicConfig(level=logging.INFO, format="%(message)s", stream=sys.stderr, force=True)

@@ -296,11 +296,11 @@ def check_stored_values(stored: StoredWindows, data_path: Path, contract: dict[s
                 )
         elif not np.isfinite(values).all():
             raise UserError(name, f"{data_path} holds NaN or infinite values, which {model_file.name} cannot read")
-        elif values.size and np.abs(values).max() > FLOAT32_LARGEST:
+        elif values.size and (beyond := values[np.abs(values) > FLOAT32_LARGEST]).size:
             raise UserError(
                 name,
-                f"{data_path} holds the value {np.abs(values).max():g} (as stored, normalized), beyond the float32 "
-                f"range {model_file.name} computes in (at most {FLOAT32_LARGEST:g})",
+                f"{data_path} holds the value {beyond[0]:g} (as stored), beyond the float32 range {model_file.name} "
+                f"computes in (±{FLOAT32_LARGEST:g})",
             )
 
 

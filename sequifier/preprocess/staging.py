@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Optional
 
 from sequifier.atomic import (
-    _process_exists,
     is_temp_of,
+    process_exists,
     remove_path,
     remove_stale_temps,
     replace_durably,
@@ -113,7 +113,7 @@ def recover_abandoned(output_folder: Path, metadata_folder: Path) -> None:
             real = record.get("real", {})
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             continue  # not a record this version wrote; the folder goes with the other stale temps
-        if owner != host or _process_exists(pid):
+        if owner != host or process_exists(pid):
             continue
         stray = _first_stray_path(base, moves, beside, output_folder, metadata_folder)
         if stray is not None:

@@ -27,6 +27,18 @@ STOPPED_EXIT_CODE = 75  # EX_TEMPFAIL: stopped on request, resume to continue
 FORWARDED = signal.SIGUSR2
 
 
+_ARRIVED_BEFORE_TRAINING: list[int] = []
+
+
+def remember_stops_until_training(numbers: set[int]) -> None:
+    """In a spawned rank until training handles them: a stop signal of `numbers` that arrives meanwhile is kept,
+    and the GracefulStop that training enters acts on it then. One the process ignores (SIGHUP under nohup) stays
+    ignored."""
+    for number in numbers:
+        if signal.getsignal(number) is not signal.SIG_IGN:
+            signal.signal(number, lambda number, frame: _ARRIVED_BEFORE_TRAINING.append(number))
+
+
 class StopRequested(Exception):
     """The run stopped after writing its latest checkpoint."""
 
@@ -47,6 +59,10 @@ class GracefulStop:
             self._previous = {number: signal.signal(number, self._handle) for number in self._signals + self._forwarded}
         except ValueError:  # not the main thread
             self._previous = {}
+        arrived = [number for number in _ARRIVED_BEFORE_TRAINING if number in self._previous]
+        _ARRIVED_BEFORE_TRAINING.clear()
+        if arrived:
+            self._handle(arrived[0], None)
         return self
 
     def _handle(self, number: int, frame: FrameType | None) -> None:

@@ -367,18 +367,26 @@ def test_sigint_stops_the_spawned_ranks_gracefully(whole_group: bool, tmp_path: 
 
 
 @pytest.mark.parametrize(
-    "signal_number, whole_group",
+    "signal_number, to",
     # Ctrl-C to the whole group mid-training is the previous test's first case
-    [pytest.param(signal.SIGINT, True, marks=pytest.mark.slow), (signal.SIGTERM, False), (signal.SIGTERM, True)],
-    ids=["ctrl-c", "sigterm-parent", "sigterm-group"],
+    [
+        pytest.param(signal.SIGINT, "group", marks=pytest.mark.slow),
+        (signal.SIGTERM, "parent"),
+        (signal.SIGTERM, "group"),
+        (signal.SIGTERM, "one rank"),
+    ],
+    ids=["ctrl-c", "sigterm-parent", "sigterm-group", "sigterm-one-rank"],
 )
-def test_a_stop_while_the_ranks_start_is_a_graceful_stop(signal_number: int, whole_group: bool, tmp_path: Path):
-    """A signal while the spawned ranks still import torch (before they ignore the forwarded stop): it waits in
-    the ranks until they do, and the run stops as it would mid-training, not as a rank killed by SIGUSR2."""
+def test_a_stop_while_the_ranks_start_is_a_graceful_stop(signal_number: int, to: str, tmp_path: Path):
+    """A signal while the spawned ranks still import torch: it waits in the ranks until training acts on it, and
+    the run stops as it would mid-training, not as a rank killed by SIGUSR2, nor trained to its end."""
     folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
     job = started(folder)
-    starting_ranks(job, 2)
-    (os.killpg if whole_group else os.kill)(job.pid, signal_number)
+    ranks = starting_ranks(job, 2)
+    if to == "one rank":
+        os.kill(ranks[-1], signal_number)
+    else:
+        (os.killpg if to == "group" else os.kill)(job.pid, signal_number)
     _, stderr = job.communicate(timeout=120)
     assert job.returncode == 75, stderr[-3000:]
     assert "Traceback" not in stderr and "killed by" not in stderr and "stopped on" in stderr
@@ -399,7 +407,8 @@ def test_a_user_signal_to_the_group_stops_gracefully_without_the_resource_tracke
 
 
 def test_a_second_signal_stops_the_ranks_at_once_even_while_they_start(tmp_path: Path):
-    """Starting ranks ignore stop signals (training/stop.py takes them over), so the second one is sent as SIGKILL."""
+    """Starting ranks keep stop signals until training acts on them (training/stop.py), so the second one is sent
+    as SIGKILL."""
     folder = project_with(tmp_path, "p", distributed(2, batch_size=4) | {"training_plan": {"epochs": 50}})
     job = started(folder)
     ranks = starting_ranks(job, 2)

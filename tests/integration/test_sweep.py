@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -195,3 +197,25 @@ def test_a_sweep_with_a_failed_job_and_a_stopped_one_exits_as_the_failure_does(r
     summary = result.stdout[result.stdout.index("sweep summary") :]
     assert "failed" in summary and "stopped" in summary, result.stdout[-3000:]
     assert result.returncode == 2  # the failed job is not resumable: a retry on 75 would fail again
+
+
+def test_a_sweep_into_the_folder_of_a_sweep_running_now_is_refused(reference_project: Path):
+    """Their jobs' folders (0/, 1/) and records would be one another's, each summary losing jobs to the other."""
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    folder = reference_project / "shared"
+    folder.mkdir()
+    running = os.open(folder, os.O_RDONLY)  # as the running sweep holds it
+    try:
+        fcntl.flock(running, fcntl.LOCK_EX)
+        result = run_sequifier(["train", "-m", "seed=1,2", "hydra.sweep.dir=shared"], reference_project)
+    finally:
+        os.close(running)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: hydra.sweep.dir: {folder} is the folder of another sweep running now, whose jobs' folders and "
+        "records this one would write over; choose another hydra.sweep.dir, or wait for that sweep to end"
+    )
+    assert not any(folder.iterdir()) and not (reference_project / "models").exists()
+    released = run_sequifier(["train", "-m", "seed=1,2", "hydra.sweep.dir=shared"], reference_project)
+    assert released.returncode == 0, released.stderr
+    assert len(list(folder.glob("*/result.json"))) == 2

@@ -237,8 +237,8 @@ CASES = [
         "stored-real-beyond-float32",
         "onnx.yaml",
         "windows.parquet",
-        lambda u: set_value(u / "windows.parquet", "amount", 1e300),
-        "beyond the float32 range",
+        lambda u: set_value(u / "windows.parquet", "amount", -1e300),
+        "holds the value -1e+300 (as stored), beyond the float32 range",
     ),
     (
         "stored-padding-beyond-the-window",

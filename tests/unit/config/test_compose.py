@@ -41,7 +41,17 @@ def test_adding_a_preset_choice_the_config_has_is_named_by_the_override(config_f
     with pytest.raises(UserError) as caught:
         compose_config(config_file, ["+model/backbone=base"])
     assert caught.value.where == "+model/backbone=base"
-    assert caught.value.problem.endswith("choose another without +: model/backbone=base")
+    assert caught.value.problem == (
+        "every train config has a place for a preset of model/backbone (empty until one is chosen), so + has nothing "
+        "to add; choose the preset without +: model/backbone=base"
+    )
+
+
+def test_force_adding_a_preset_choice_is_named_by_the_override(config_file: Path):
+    with pytest.raises(UserError) as caught:
+        compose_config(config_file, ["++model/backbone=base"])
+    assert caught.value.where == "++model/backbone=base"
+    assert caught.value.problem == "++ adds a field; a preset is chosen without it: model/backbone=base"
 
 
 @pytest.mark.parametrize("value", ["${oops", "a${oops", "${oc.env:X"])
@@ -68,7 +78,7 @@ def test_sweep_overrides_expand_to_every_combination():
         ("seed=range(5,1)", "lists no values"),
         ("seed=range(0,3,0)", "cannot be listed as jobs (range() arg 3 must not be zero)"),
         ("lr=interval(0.1,0.2)", "cannot be listed as jobs"),
-        ("model_name=glob(*)", "glob() is not supported; list the presets"),
+        ("model_name=glob(*)", "glob() is not supported; list the values (or presets)"),
     ],
 )
 def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str, problem: str):
@@ -95,6 +105,29 @@ def test_a_swept_field_given_again_is_refused_naming_it(overrides: list[str], na
     assert parse_overrides(["seed=1,2", "global_training.gradient_clip=0.5"]).swept_keys == ["seed"]
 
 
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["global_training.batch_size=32", "global_training.batch_size=16"],
+        ["seed=1", "~seed"],
+        ["model/backbone=tiny", "~model/backbone"],
+        ["global_training/optimizer=sgd", "global_training/optimizer=adam"],
+        ["+phases[0].epochs=1", "phases.0.epochs=3"],
+        ["~global_training.optimizer", "+global_training.optimizer={name: SGD}", "+global_training.optimizer={}"],
+    ],
+)
+def test_a_field_or_group_given_twice_is_refused_naming_the_later(overrides: list[str]):
+    """Hydra would apply the later one and drop the other without a word."""
+    with pytest.raises(UserError, match=r"is given twice on the command line \(also by ") as caught:
+        parse_overrides(overrides)
+    assert caught.value.where == overrides[-1]
+
+
+def test_removing_a_mapping_and_adding_it_again_replaces_it():
+    replaced = ["~global_training.optimizer", "+global_training.optimizer={name: SGD, momentum: 0.9}"]
+    assert parse_overrides(replaced).all == replaced
+
+
 def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
     write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
     result = run_sequifier(["train", "--cfg", "job"], reference_project)
@@ -106,6 +139,18 @@ def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
         == "configs/metadata_configs/events.json"
     )
     assert printed["training_plan"]["phases"][0]["name"] == "train"
+
+
+@pytest.mark.parametrize("folder", ["hydra.run.dir=", "hydra.sweep.dir="])
+def test_cfg_job_refuses_the_record_folder_a_run_would_refuse(reference_project: Path, folder: str):
+    """It prints the validated config: what a run refuses before any job, --cfg job refuses too."""
+    write_yaml(reference_project / "configs" / "train.yaml", tiny_train_config())
+    sweep = ["-m", "seed=1,2"] if folder.startswith("hydra.sweep") else []
+    result = run_sequifier(["train", "--cfg", "job", *sweep, folder], reference_project)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"error: {folder[:-1]}: is empty; give the folder for the run's record (it would be the working folder)"
+    )
 
 
 def test_an_empty_train_config_says_so(tmp_path: Path):
@@ -174,9 +219,10 @@ def test_tilde_removes_a_field_whose_default_is_null_whatever_the_file_holds(tmp
 
 
 def test_tilde_on_a_field_that_is_not_there_names_the_override(config_file: Path):
-    with pytest.raises(UserError, match="there is no field global_training.gradient_clipp to remove") as caught:
+    with pytest.raises(UserError) as caught:
         compose_config(config_file, parse_overrides(["~global_training.gradient_clipp"]).all)
     assert caught.value.where == "~global_training.gradient_clipp"
+    assert caught.value.problem == "unknown field (did you mean 'gradient_clip'?), so there is nothing to remove"
 
 
 def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
@@ -284,8 +330,8 @@ def test_a_list_or_scalar_where_a_section_belongs_is_named_by_its_path(tmp_path:
         ("~training_plan", "training_plan is a section every train config needs, so it cannot be removed"),
         (
             "~global_training/optimizer",
-            "no preset of global_training/optimizer is chosen, so there is none to remove and the file's "
-            "global_training.optimizer would stay; change its fields, or choose a preset with "
+            "no preset of global_training/optimizer is chosen, so there is none to remove and "
+            "~global_training/optimizer would change nothing; change the file's fields, or choose a preset with "
             "global_training/optimizer=<preset> (one of adam, adamw, sgd)",
         ),
     ],

@@ -95,5 +95,6 @@ def test_reals_beyond_float32_are_refused_not_made_infinite():
     assert refused.value.where == "split.parquet: column 'x'"
     assert refused.value.problem.startswith("holds 1.7e+150, beyond the float32 range the model computes in")
     assert "normalize_real_columns: true" in refused.value.problem
+    assert "normalize_on_all_data: true" in refused.value.problem  # where the fitted values were all one value
     within = materialized(np.array([[1.0, 3e38, np.nan]]), np.dtype(np.float32), "split.parquet: column 'x'")
     assert within.dtype == np.float32 and np.isfinite(within[0, :2]).all()

@@ -3,6 +3,11 @@ that are not whole numbers named as the variables they are."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
 import pytest
 
 from sequifier.config.errors import UserError
@@ -72,3 +77,20 @@ def test_the_last_rank_of_a_group_is_its_rank(monkeypatch: pytest.MonkeyPatch):
     for name, value in {"RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1", "LOCAL_WORLD_SIZE": "2"}.items():
         monkeypatch.setenv(name, value)
     assert this_rank() == 3
+
+
+def test_a_rank_removes_the_empty_folders_of_killed_ranks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Under torchrun a rank's folder is removed at its exit, which a SIGKILL skips: the next rank removes it."""
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):
+        monkeypatch.setenv(name, value)
+    ended = subprocess.Popen(["true"])
+    ended.wait()
+    killed, alive = tmp_path / f"sequifier-rank-1-{ended.pid}", tmp_path / f"sequifier-rank-1-{os.getpid()}"
+    holding = tmp_path / f"sequifier-rank-2-{ended.pid}"
+    for folder in (killed, alive, holding):
+        folder.mkdir()
+    (holding / "a file").write_text("kept")
+    settings = hydra_settings_of_this_rank()
+    assert f"sequifier-rank-1-{os.getpid()}" in settings[1]
+    assert not killed.exists() and alive.is_dir() and (holding / "a file").is_file()
