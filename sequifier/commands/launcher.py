@@ -60,7 +60,7 @@ def with_launcher_defaults(overrides: Overrides, entry: TrainEntry) -> Overrides
     """The overrides, plus `resume.policy=if_exists` under a Slurm preset when the user chose no policy."""
     if chosen_launcher(overrides.all) not in SLURM_PRESETS:
         return overrides
-    if any(_key(o) == RESUME_POLICY for o in overrides.all) or _file_policy(entry.node) is not None:
+    if any(_chooses_a_policy(o) for o in overrides.all) or _file_policy(entry.node) is not None:
         return overrides
     return parse_overrides(overrides.all + [f"{RESUME_POLICY}=if_exists"])
 
@@ -71,6 +71,14 @@ def prepare_slurm_launcher(overrides: list[str]) -> None:
         from sequifier.commands.slurm_submission import use_slurm_jobs
 
         use_slurm_jobs()
+
+
+def _chooses_a_policy(override: str) -> bool:
+    """The policy itself, the whole resume section given with a policy, or the section removed (its default)."""
+    section = RESUME_POLICY.rpartition(".")[0]
+    if _key(override) == RESUME_POLICY:
+        return True
+    return _key(override) == section and (override.startswith("~") or "policy" in override.partition("=")[2])
 
 
 def _file_policy(node: dict[str, Any]) -> Any:

@@ -154,15 +154,16 @@ def parse_overrides(overrides: list[str]) -> Overrides:
 
 
 def _refuse_fields_given_twice(given: list[str], parsed: list) -> None:
-    """A field or preset group set or removed (~) twice on the command line: Hydra would apply the later one and
-    drop the other without a word (a swept one: jobs that are one run, or a removal the sweep undoes). The pair
-    `~path +path=...` stays, which replaces a whole mapping."""
+    """A field or preset group set or removed (~) twice on the command line, also through a mapping or list that
+    holds it: Hydra would apply the later one and drop the other without a word (a swept one: jobs that are one run,
+    or a removal the sweep undoes). `~path +path={...}` (or ++) stays, which replaces a whole mapping."""
     fields = [dotted_indices(line).partition("=")[0].lstrip("+~") for line in given]
-    for later, (second, field) in enumerate(zip(given, fields)):
+    for later in range(len(given)):
         for earlier in range(later):
-            first = given[earlier]
-            if fields[earlier] != field or _replaces_a_mapping(first, second):
+            field = _set_by_both(fields, parsed, earlier, later)
+            if field is None or _replaces_a_mapping(given[earlier], given[later], parsed[later]):
                 continue
+            first, second = given[earlier], given[later]
             if parsed[earlier].is_sweep_override() or parsed[later].is_sweep_override():
                 swept, other = (first, second) if parsed[earlier].is_sweep_override() else (second, first)
                 raise UserError(
@@ -177,8 +178,39 @@ def _refuse_fields_given_twice(given: list[str], parsed: list) -> None:
             )
 
 
-def _replaces_a_mapping(first: str, second: str) -> bool:
-    return first.startswith("~") and "=" not in first and second.startswith("+") and not second.startswith("++")
+def _set_by_both(fields: list[str], parsed: list, earlier: int, later: int) -> str | None:
+    """The field both overrides set (or remove): the same key, or a field inside a mapping or list the other gives
+    whole (holding that field, or replacing everything under it when it comes later)."""
+    if fields[earlier] == fields[later]:
+        return fields[earlier]
+    if "/" in fields[earlier] + fields[later]:
+        return None
+    inner, outer = (earlier, later) if len(fields[earlier]) > len(fields[later]) else (later, earlier)
+    if not fields[inner].startswith(fields[outer] + ".") or parsed[outer].is_sweep_override():
+        return None
+    if parsed[outer].is_delete():
+        return fields[inner] if outer == later else None
+    value = parsed[outer].value()
+    if outer == later and isinstance(value, list):
+        return fields[inner]
+    for part in fields[inner][len(fields[outer]) + 1 :].split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return None
+    return fields[inner]
+
+
+def _replaces_a_mapping(first: str, second: str, second_parsed) -> bool:
+    return (
+        first.startswith("~")
+        and "=" not in first
+        and second.startswith("+")
+        and not second_parsed.is_sweep_override()
+        and isinstance(second_parsed.value(), dict)
+    )
 
 
 def _null_field_deletion(line: str) -> str:
@@ -388,7 +420,7 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
                 f"{group}=<preset> (one of {presets})"
             )
         else:
-            problem = _unknown_field_to_remove(key) or (
+            problem = (
                 f"there is no field {key} to remove; nor can Hydra remove a field whose value is null "
                 f"(set {key}=<value> instead)"
             )
@@ -437,8 +469,8 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         if added:
             return UserError(
                 added[-1],
-                f"every train config has a place for a preset of {group} (empty until one is chosen), so + has "
-                f"nothing to add; choose the preset without +: {added[-1].lstrip('+')}",
+                f"every train config has a place for a preset of {group}, so + has nothing to add; choose the "
+                f"preset without +: {added[-1].lstrip('+')}",
             )
     absent = re.match(r"Could not override '([^']+)'\. To append to your config use \+", message)
     if absent:
@@ -446,15 +478,6 @@ def _composition_error(entry: TrainEntry, overrides: list[str], message: str) ->
         chosen = [o for o in overrides if o.split("=", 1)[0] == key]
         return UserError(chosen[-1] if chosen else key, f"there is no field {key} to set; +{key}=<value> adds it")
     return UserError(str(entry.config_file), message)
-
-
-def _unknown_field_to_remove(key: str) -> str | None:
-    """Why `~key` removes nothing where the schema has no such field: its name, with a did-you-mean."""
-    *section, name = key.split(".")
-    known = section_fields(section)
-    if known is None or name in known:
-        return None
-    return f"unknown field{did_you_mean(name, sorted(known))}, so there is nothing to remove"
 
 
 def hydra_config(entry: TrainEntry, overrides: list[str]) -> DictConfig:
@@ -584,6 +607,8 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
     data = OmegaConf.to_container(base, resolve=False)
     for override in overrides:
         key = override.split("=", 1)[0]
+        if key.startswith("~") and "/" not in key and not key.startswith("~hydra."):
+            _check_removed_path(data, override)
         if key.startswith(("+", "~")) or "/" in key or key.startswith("hydra.") or "=" not in override:
             continue
         node: Any = data
@@ -606,6 +631,27 @@ def _check_override_keys(base: DictConfig, overrides: list[str]) -> None:
                 raise UserError(".".join(walked + [part]), _missing_field(walked, part, node, override))
             walked.append(part)
             node = node[part]
+
+
+def _check_removed_path(data: dict[str, Any], override: str) -> None:
+    """A `~path` whose path is misspelt, named with a did-you-mean (a path that is right but not there is Hydra's
+    to report)."""
+    node: Any = data
+    walked: list[str] = []
+    for part in override[1:].split("=", 1)[0].split("."):
+        if not isinstance(node, dict):
+            return
+        if part not in node:
+            known = {str(k) for k in node} | (section_fields(walked) or set())
+            if part in known:  # a field the file leaves out
+                return
+            suggestion = did_you_mean(part, sorted(known))
+            if suggestion:
+                path = ".".join([*walked, part])
+                raise UserError(override, f"unknown field {path}{suggestion}, so there is nothing to remove")
+            return
+        walked.append(part)
+        node = node[part]
 
 
 def canonical_config(data: dict[str, Any]) -> TrainConfig:

@@ -246,7 +246,11 @@ class _StopsForwarded:
             return
         self.received, self.last = self.received + 1, number
         if self.received == 1:
-            logger.info("%s: the training processes finish their step and write latest.pt", signal.Signals(number).name)
+            logger.info(
+                "%s: the training processes stop gracefully (after their step and latest.pt, or after the export once "
+                "training is complete)",
+                signal.Signals(number).name,
+            )
         self._send(FORWARDED if self.received == 1 else signal.SIGKILL)
 
     def raise_if_stopped_at_once(self) -> None:

@@ -107,6 +107,13 @@ def test_the_slurm_presets_resume_if_a_checkpoint_exists_unless_the_user_chose_a
     write_yaml(config_file, written)
     result = run_sequifier(["train", "--cfg", "job", "-m", "hydra/launcher=submitit_slurm"], reference_project)
     assert yaml.safe_load(result.stdout)["global_training"]["resume"]["policy"] == "never"
+    write_yaml(config_file, tiny_train_config())
+    for chose in ("global_training.resume={policy: never}", "~global_training.resume"):  # the section's default
+        result = run_sequifier(
+            ["train", "--cfg", "job", "-m", "hydra/launcher=submitit_slurm", chose], reference_project
+        )
+        assert result.returncode == 0, result.stderr
+        assert yaml.safe_load(result.stdout)["global_training"]["resume"]["policy"] == "never"
 
 
 def test_a_sweep_run_again_under_one_model_name_reports_only_its_own_epochs(reference_project: Path):

@@ -42,8 +42,8 @@ def test_adding_a_preset_choice_the_config_has_is_named_by_the_override(config_f
         compose_config(config_file, ["+model/backbone=base"])
     assert caught.value.where == "+model/backbone=base"
     assert caught.value.problem == (
-        "every train config has a place for a preset of model/backbone (empty until one is chosen), so + has nothing "
-        "to add; choose the preset without +: model/backbone=base"
+        "every train config has a place for a preset of model/backbone, so + has nothing to add; choose the preset "
+        "without +: model/backbone=base"
     )
 
 
@@ -95,6 +95,7 @@ def test_sweeps_that_list_no_jobs_are_refused_naming_the_override(override: str,
         (["seed=1,2", "seed=3"], "seed=3"),
         (["seed=1,2", "seed=1,2"], "seed=1,2"),
         (["+phases[0].epochs=1,2", "phases.0.epochs=3"], "phases.0.epochs=3"),
+        (["~global_training.gradient_clip", "+global_training.gradient_clip=0.5,2"], "~global_training.gradient_clip"),
     ],
 )
 def test_a_swept_field_given_again_is_refused_naming_it(overrides: list[str], named: str):
@@ -114,6 +115,11 @@ def test_a_swept_field_given_again_is_refused_naming_it(overrides: list[str], na
         ["global_training/optimizer=sgd", "global_training/optimizer=adam"],
         ["+phases[0].epochs=1", "phases.0.epochs=3"],
         ["~global_training.optimizer", "+global_training.optimizer={name: SGD}", "+global_training.optimizer={}"],
+        ["global_training.resume.policy=never", "global_training.resume={policy: if_exists}"],
+        ["global_training.resume={policy: never}", "global_training.resume.policy=if_exists"],
+        ["training_plan.phases.0.epochs=2", "training_plan.phases=[{name: main}]"],
+        ["global_training.resume.policy=never", "~global_training.resume"],
+        ["~global_training.gradient_clip", "+global_training.gradient_clip=0.5"],
     ],
 )
 def test_a_field_or_group_given_twice_is_refused_naming_the_later(overrides: list[str]):
@@ -123,9 +129,17 @@ def test_a_field_or_group_given_twice_is_refused_naming_the_later(overrides: lis
     assert caught.value.where == overrides[-1]
 
 
-def test_removing_a_mapping_and_adding_it_again_replaces_it():
-    replaced = ["~global_training.optimizer", "+global_training.optimizer={name: SGD, momentum: 0.9}"]
-    assert parse_overrides(replaced).all == replaced
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["~global_training.optimizer", "+global_training.optimizer={name: SGD, momentum: 0.9}"],
+        ["~global_training.resume", "++global_training.resume={policy: never}"],
+        ["global_training.resume={policy: never}", "global_training.resume.checkpoint_path=x.pt"],
+        ["model/backbone=tiny", "model.backbone.architecture.dim_model=16"],
+    ],
+)
+def test_a_mapping_replaced_or_completed_and_a_preset_refined_are_no_field_given_twice(overrides: list[str]):
+    assert parse_overrides(overrides).all == overrides
 
 
 def test_cfg_job_prints_the_expanded_canonical_config(reference_project: Path):
@@ -218,11 +232,19 @@ def test_tilde_removes_a_field_whose_default_is_null_whatever_the_file_holds(tmp
     assert overrides.combinations == [overrides.all]
 
 
-def test_tilde_on_a_field_that_is_not_there_names_the_override(config_file: Path):
+@pytest.mark.parametrize(
+    "override, misspelt, meant",
+    [
+        ("~global_training.gradient_clipp", "global_training.gradient_clipp", "gradient_clip"),
+        ("~global_trainin.batch_size", "global_trainin", "global_training"),
+        ("~model.backbone.architectur.dim_model", "model.backbone.architectur", "architecture"),
+    ],
+)
+def test_tilde_on_a_misspelt_path_names_it_with_a_did_you_mean(config_file: Path, override, misspelt, meant):
     with pytest.raises(UserError) as caught:
-        compose_config(config_file, parse_overrides(["~global_training.gradient_clipp"]).all)
-    assert caught.value.where == "~global_training.gradient_clipp"
-    assert caught.value.problem == "unknown field (did you mean 'gradient_clip'?), so there is nothing to remove"
+        compose_config(config_file, parse_overrides([override]).all)
+    assert caught.value.where == override
+    assert caught.value.problem == f"unknown field {misspelt} (did you mean '{meant}'?), so there is nothing to remove"
 
 
 def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
