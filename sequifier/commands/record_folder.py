@@ -16,6 +16,7 @@ from sequifier.commands.sweep import foreign_record_files
 from sequifier.config.compose import TrainEntry, hydra_config, hydra_quoted, last_value
 from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
+from sequifier.folder_lock import locked_at_once
 
 FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of the log
 
@@ -98,16 +99,12 @@ def sweep_folder_held(folder: Path) -> Iterator[None]:
     except OSError as error:
         raise UserError("hydra.sweep.dir", f"{folder}: cannot make the sweep's folder ({os_problem(error)})") from None
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not locked_at_once(descriptor, fcntl.LOCK_EX):
             raise UserError(
                 "hydra.sweep.dir",
                 f"{folder} is the folder of another sweep running now, whose jobs' folders and records this one "
                 "would write over; choose another hydra.sweep.dir, or wait for that sweep to end",
-            ) from None
-        except OSError:
-            pass  # no locks here (flock as NFS emulates it may refuse)
+            )
         yield
     finally:
         os.close(descriptor)

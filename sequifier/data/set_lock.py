@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator
 
 from sequifier.atomic import process_exists
+from sequifier.folder_lock import locked_at_once
 
 # A preprocess run stages in a temp of this name in its output folder, with its record of the swap in it.
 STAGING_NAME = "preprocess"
@@ -49,13 +50,9 @@ def _locked(folder: Path, mode: int, note: Callable[[str], None], waiting: str) 
         yield  # a folder that is not there: what reads or writes it names the problem
         return
     try:
-        try:
-            fcntl.flock(descriptor, mode | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if not locked_at_once(descriptor, mode):
             note(waiting)
             fcntl.flock(descriptor, mode)
-        except OSError:
-            pass  # no locks here (flock as NFS emulates it may refuse)
         yield
     finally:
         os.close(descriptor)

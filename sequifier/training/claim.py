@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
-import logging
 import os
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,9 +23,9 @@ from sequifier.atomic import temp_path_for, write_text_atomic
 from sequifier.config.entries import link_to_nothing, nearest_existing
 from sequifier.config.errors import UserError, os_problem
 from sequifier.config.resolve import RunSpec
+from sequifier.folder_lock import locked_at_once
 from sequifier.training.checkpoint import checkpoint_dir
 
-logger = logging.getLogger("sequifier")
 OWNER_FILE = ".model_name"
 
 
@@ -72,18 +71,13 @@ def claimed_outputs(spec: RunSpec, writes: bool) -> Iterator[None]:
     descriptor = os.open(folders[-1], os.O_RDONLY)
     held = False  # a folder another run locked stays, even where this run saw it missing a moment before
     try:
-        try:
-            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            held = True
-        except BlockingIOError:
+        if not locked_at_once(descriptor, fcntl.LOCK_EX):
             raise UserError(
                 "model_name",
                 f"{spec.model_name!r} is being trained by another process of this project ({folders[-1]} is locked); "
                 "wait for it to end, or choose another model_name",
-            ) from None
-        except OSError as error:  # a file system without these locks (flock as NFS emulates it may refuse)
-            logger.debug("no lock on %s: %s", folders[-1], error.strerror)
-            held = True
+            )
+        held = True
         _own_logs_folders(spec)
         yield
     finally:
