@@ -62,9 +62,10 @@ def resolved_folder_settings(entry: TrainEntry, overrides: list[str]) -> dict[st
     return {key: value for key, value in resolved.items() if key in FOLDER_KEYS}
 
 
-def run_folder_settings(overrides: list[str]) -> tuple[str, ...]:
-    """The hydra.run.dir setting of a single run: the user's, checked, or a new outputs/<date>/<time>."""
-    chosen = last_value(overrides, "hydra.run.dir")
+def run_folder_settings(resolved: dict[str, str]) -> tuple[str, ...]:
+    """The hydra.run.dir setting of a single run: the user's (`resolved_folder_settings`), checked, or a new
+    outputs/<date>/<time>."""
+    chosen = resolved.get("hydra.run.dir")
     if chosen is not None:
         _check_chosen(chosen, "hydra.run.dir")
         return ()

@@ -184,7 +184,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     rank_settings = hydra_settings_of_this_rank()
     if not multirun:
-        settings = rank_settings or run_folder_settings(overrides.all)
+        settings = rank_settings or run_folder_settings(folders)
         _run_jobs(entry, overrides, False, Path.cwd() / "multirun", settings)  # a single run has no sweep folder
         return 0
     sweep_dir = sweep_folder(folders)

@@ -63,6 +63,23 @@ def last_value(overrides: list[str], key: str) -> str | None:
     return chosen[-1] if chosen else None
 
 
+def _unparsable(message: str) -> str:
+    """Hydra's parse error of an override, with what to do: a call of one of its functions (range(a,3)) that failed
+    says why, others need quotes."""
+    first, *rest = message.splitlines()
+    call = re.match(r"\w+ while evaluating '(.*)': (.*)", rest[0]) if rest else None
+    if call is None:
+        return (
+            f"{first} (a value with spaces or characters other than letters, digits and _-+./:@ needs quotes "
+            "around it: key='value')"
+        )
+    reason = " ".join(line.strip() for line in rest[1:] if line.strip() and not line.startswith("See https:"))
+    return (
+        f"{first}: {call[1]}: {call[2]}{'; ' + reason if reason else ''} (Hydra's sweep functions are written "
+        f"key=range(0,4) or key=choice(a,b); quote a value meant as text: key='{call[1]}')"
+    )
+
+
 def dotted_indices(override: str) -> str:
     """An override's `phases[0]`, as error messages spell paths, as Hydra's `phases.0`."""
     key, equals, value = override.partition("=")
@@ -104,11 +121,7 @@ def parse_overrides(overrides: list[str]) -> Overrides:
     try:
         parsed = OverridesParser.create().parse_overrides(overrides)
     except HydraException as error:
-        raise UserError(
-            "command line",
-            f"{str(error).splitlines()[0]} (a value with spaces or characters other than letters, digits and "
-            """_-+./:@ needs quotes around it: key='value')""",
-        ) from None
+        raise UserError("command line", _unparsable(str(error))) from None
     except RecursionError:
         raise UserError("command line", "an override's value nests too deeply to parse") from None
     for override in parsed:

@@ -179,6 +179,23 @@ def test_a_chosen_record_folder_holding_a_users_file_of_a_records_name_is_refuse
     assert (folder / name).read_text() == content and not (project / "checkpoints").exists()
 
 
+@pytest.mark.parametrize("multirun", [False, True])
+def test_a_record_folder_chosen_through_an_interpolation_is_checked_where_it_resolves(
+    multirun, project, capsys, monkeypatch
+):
+    folder = project / "mine"
+    folder.mkdir()
+    (folder / "summary.txt" if multirun else folder / "result.json").write_text("my notes")
+    monkeypatch.setenv("SEQUIFIER_RUNS", str(folder))
+    key = "hydra.sweep.dir" if multirun else "hydra.run.dir"
+    line = refused([f"{key}=${{oc.env:SEQUIFIER_RUNS}}", *(["-m", "seed=1,2"] if multirun else [])], capsys)
+    assert line.startswith(f"error: {key}: {folder} holds ")
+    assert not (project / "checkpoints").exists() and sorted(p.name for p in folder.iterdir()) in (
+        ["result.json"],
+        ["summary.txt"],
+    )
+
+
 def test_a_record_folder_chosen_again_takes_the_next_record(project, capsys):
     arguments = ["hydra.run.dir=runs/same", "training_plan.epochs=1", "--quiet"]
     assert cli.main(["train", *arguments]) == 0

@@ -103,7 +103,9 @@ def test_a_job_that_sbatch_refuses_ends_the_command_with_one_error_line(tmp_path
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "sbatch").write_text(FAILING_SBATCH)
-    (bin_dir / "sbatch").chmod(0o755)
+    (bin_dir / "srun").write_text("#!/bin/sh\nexit 1\n")  # Submitit looks for it before submitting; never run
+    for tool in ("sbatch", "srun"):
+        (bin_dir / tool).chmod(0o755)
     command = [sys.executable, "-m", "sequifier", "train", "-m", "hydra/launcher=submitit_slurm"]
     command += ["hydra.launcher.partition=nosuch", "--skip-metadata", f"hydra.sweep.dir={tmp_path / 'sweep'}"]
     env = {**os.environ, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}

@@ -253,6 +253,21 @@ def test_an_override_the_lexer_cannot_read_says_to_quote_the_value():
     assert parse_overrides(["model_name='модель✓'"]).all == ["model_name='модель✓'"]
 
 
+@pytest.mark.parametrize(
+    "override, why",
+    [
+        ("seed=range(a,3)", "range(a,3): mismatch type argument start: str is incompatible with Union[int, float]"),
+        ("seed=rnage(1,3)", "rnage(1,3): Unknown function 'rnage'; Available: bool,choice,"),
+        ("seed=choice()", "choice(): empty choice is not legal"),
+    ],
+)
+def test_a_sweep_function_that_fails_says_why_and_how_functions_are_written(override, why):
+    with pytest.raises(UserError) as caught:
+        parse_overrides([override])
+    assert why in caught.value.problem and "key=range(0,4) or key=choice(a,b)" in caught.value.problem
+    assert "letters, digits" not in caught.value.problem
+
+
 @pytest.mark.parametrize("override", ["sëed=3", "dataset.criterion.événement=MSELoss", "+glob*al=1"])
 def test_an_override_key_the_lexer_cannot_read_is_named_not_blamed_on_its_value(override):
     with pytest.raises(UserError, match="Hydra reads override keys of ASCII letters, digits, _ and -") as caught:
