@@ -6,7 +6,8 @@ threads are joined, then the atexit handlers run (logging flushes its handlers t
 are flushed, as a normal exit would. Ctrl-C (SIGINT), SIGTERM or SIGHUP that reaches the top (no part of the
 command handles it: preprocess and training stop on their own) unwinds the command, so that its cleanup runs, and
 ends the process with one line and code 130 / 143 / 129, as a shell reports them (also where a library that was
-loading turned it into an ImportError); a MemoryError that reaches the
+loading turned it into an ImportError); once the process is leaving, such a signal ends it at once with the code it
+leaves with; a MemoryError that reaches the
 top is one line and code 1; any other exception that escapes the command still takes the normal way out, with its
 traceback.
 """
@@ -99,7 +100,7 @@ def leave(status: object) -> NoReturn:
     else:
         print(status, file=sys.stderr)
         code = 1
-    _stops_end_at_once()
+    _stops_end_at_once(code)
     # The interpreter's own first step of an exit: threading's exit hooks (which tell idle thread pools, such as
     # torch.compile's, to end) and then the join of every non-daemon thread; joining without the hooks waits forever.
     threading._shutdown()
@@ -112,16 +113,21 @@ def leave(status: object) -> NoReturn:
     os._exit(code)
 
 
-def _stops_end_at_once() -> None:
-    """From here on a stop signal (torchrun's SIGTERM to a rank that is leaving) ends the process with its one line
-    and code, instead of raising inside an exit hook, whose traceback Python would print."""
+def _stops_end_at_once(code: int) -> None:
+    """From here on a stop signal (torchrun's SIGTERM to a rank that is leaving, a second Ctrl-C after a graceful
+    stop) ends the process at once with the code it is leaving with: what the command did is done and said, and
+    raising inside an exit hook would print Python's traceback."""
     if threading.current_thread() is not threading.main_thread():
         return
+
+    def end_at_once(number: int, frame: object) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (OSError, ValueError, RuntimeError):  # RuntimeError: the signal came inside this stream's flush
+                pass
+        os._exit(code)
+
     for number in stopping_signals():
         if signal.getsignal(number) in (_raise_terminated, signal.default_int_handler):
-            signal.signal(number, _end_at_once)
-
-
-def _end_at_once(number: int, frame: object) -> None:
-    os.write(2, f"stopped by {signal.Signals(number).name}\n".encode())
-    os._exit(128 + number)
+            signal.signal(number, end_at_once)

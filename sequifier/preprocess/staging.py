@@ -35,6 +35,7 @@ from sequifier.preprocess.progress import log
 from sequifier.preprocess.signals import exit_if_stop_requested
 
 KEPT = "; the previous outputs are unchanged"
+PLACED = "; the new outputs are in place"
 # What follows the data name in the name of a split output (a file, a shard folder, a csv split's meanings).
 SPLIT_OUTPUT_SUFFIX = rf"-split\d+(\.(parquet|csv|pt)({re.escape(MEANINGS_SUFFIX)})?)?"
 SPLIT_OUTPUT = re.compile(".+" + SPLIT_OUTPUT_SUFFIX)
@@ -216,6 +217,7 @@ class Staging:
         self.beside: list[Path] = []
         self.moves: list[Move] = []
         self.had_previous = False
+        self.placed = False
         self.stuck: list[str] = []
         try:
             self.root.mkdir()
@@ -274,13 +276,17 @@ class Staging:
                         _set_aside(Path(move.target), Path(move.backup))
                     replace_durably(Path(move.staged), Path(move.target))
                 self._record(committed=True)
+                self.placed = True
             except BaseException:
                 self.stuck = _roll_back(self.moves)
                 raise
             _finish(self.moves)
 
     def failure_note(self) -> str:
-        """What a failed run says about the outputs that were there before it."""
+        """What a failed or stopped run says about the outputs: the new ones, once swapped in (a stop held back
+        during the swap acts after it), else those that were there before it."""
+        if self.placed:
+            return PLACED
         if self.stuck:
             return f"; previous outputs could not all be restored, they wait in {', '.join(self.stuck)}"
         return KEPT if self.had_previous else ""

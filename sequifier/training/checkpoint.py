@@ -12,6 +12,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import os
+import resource
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,12 @@ def _saved(payload: dict[str, Any], path: Path) -> None:
     except RuntimeError as error:
         if shutil.disk_usage(path.parent).free < FULL_BELOW_BYTES:
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from None
+        size_limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if size_limit != resource.RLIM_INFINITY and path.exists() and path.stat().st_size >= size_limit:
+            reason = (
+                f"{os.strerror(errno.EFBIG)} for this process's file-size limit (`ulimit -f`) of {size_limit} bytes"
+            )
+            raise OSError(errno.EFBIG, reason, str(path)) from None
         reason = str(error).rpartition("strerror: ")[2].strip()  # the system's reason at the end of torch's text
         code = next((code for code in errno.errorcode if os.strerror(code) == reason), None)
         if code is not None:

@@ -103,12 +103,15 @@ def test_sigterm_or_a_hangup_that_reaches_the_top_unwinds_the_command_and_exits_
     assert (tmp_path / "atexit.txt").read_text() == "ran"
 
 
-def test_a_stop_while_the_process_leaves_ends_it_with_one_line(tmp_path):
-    """torchrun's SIGTERM to a rank whose exit hooks run: no exception inside a hook, no traceback."""
-    ending = "import os, signal; atexit.register(lambda: (os.kill(os.getpid(), signal.SIGTERM), time.sleep(5)))"
-    done = _run(tmp_path, ending)
-    assert done.returncode == 128 + signal.SIGTERM
-    assert "Traceback" not in done.stderr and done.stderr.strip() == "stopped by SIGTERM"
+@pytest.mark.parametrize("ending, code", [("return None", 0), ("return 75", 75), ("sys.exit(2)", 2)])
+@pytest.mark.parametrize("name", ["SIGTERM", "SIGINT", "SIGHUP"])
+def test_a_stop_while_the_process_leaves_ends_it_at_once_with_the_code_it_leaves_with(tmp_path, ending, code, name):
+    """torchrun's SIGTERM to a rank whose exit hooks run, or a second Ctrl-C after a graceful stop (exit 75): no
+    exception inside a hook, no traceback, and the command's outcome stands."""
+    hook = f"atexit.register(lambda: (os.kill(os.getpid(), signal.{name}), time.sleep(5)))"
+    done = _run(tmp_path, f"import os, signal; {hook}; {ending}")
+    assert done.returncode == code
+    assert done.stderr == "" and done.stdout.splitlines()[-1] == "line 49999"
 
 
 def test_a_memory_error_that_reaches_the_top_is_one_line_and_exit_1(tmp_path):

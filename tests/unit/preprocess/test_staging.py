@@ -399,6 +399,30 @@ def test_a_stop_whose_exit_python_ignored_still_keeps_the_previous_outputs(tmp_p
     assert hidden(tmp_path) == []
 
 
+def test_a_stop_held_back_during_the_swap_says_the_new_outputs_are_in_place(tmp_path, monkeypatch, capsys):
+    config = project(tmp_path, merge_output=False)
+    before = outputs(tmp_path)
+    import sequifier.preprocess.staging as staging_module
+
+    real_replace = staging_module.replace_durably
+
+    def replace_once_stopped(staged: Path, target: Path) -> None:
+        os.kill(os.getpid(), signal.SIGTERM)  # held back until every output is swapped in
+        real_replace(staged, target)
+
+    monkeypatch.setattr(staging_module, "replace_durably", replace_once_stopped)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as stop:
+        run_preprocess(load_preprocess_config(config))
+    assert stop.value.code == 143
+    assert capsys.readouterr().err.splitlines()[-1].endswith("stopped by a signal; the new outputs are in place")
+    monkeypatch.setattr(staging_module, "replace_durably", real_replace)
+    stopped = outputs(tmp_path)
+    assert stopped != before and hidden(tmp_path) == []
+    run_preprocess(load_preprocess_config(config))
+    assert outputs(tmp_path) == stopped
+
+
 def test_a_file_output_keeps_its_name_while_the_swap_replaces_it(tmp_path, monkeypatch):
     """A reader opening a split file or the metadata during the swap finds the old or the new one, never nothing."""
     import sequifier.preprocess.staging as staging_module

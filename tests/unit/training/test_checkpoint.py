@@ -5,6 +5,8 @@ from __future__ import annotations
 import errno
 import os
 import pickle
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -71,6 +73,25 @@ def test_a_refused_write_gives_the_systems_reason_without_torchs_internals(tmp_p
         write_checkpoint(tmp_path, "epoch-1.pt", {"weights": torch.ones(3)})
     assert (refused.value.errno, refused.value.strerror) == (errno.EROFS, "Read-only file system")
     assert refused.value.filename == str(tmp_path / "epoch-1.pt") and "enforce" not in str(refused.value)
+
+
+def test_a_write_beyond_the_file_size_limit_names_the_limit(tmp_path):
+    """torch's writer reports it as an iostream error, without the system's reason."""
+    script = (
+        "import resource, sys, torch\n"
+        "from pathlib import Path\n"
+        "from sequifier.training.checkpoint import write_checkpoint\n"
+        "resource.setrlimit(resource.RLIMIT_FSIZE, (65536, resource.RLIM_INFINITY))\n"
+        "try:\n"
+        "    write_checkpoint(Path(sys.argv[1]), 'epoch-1.pt', {'weights': torch.ones(100_000)})\n"
+        "except OSError as error:\n"
+        "    print(error.errno, error.filename, error.strerror, sep='|')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=120)
+    number, filename, reason = done.stdout.strip().split("|")
+    assert (int(number), filename) == (errno.EFBIG, str(tmp_path / "epoch-1.pt"))
+    assert reason == "File too large for this process's file-size limit (`ulimit -f`) of 65536 bytes"
+    assert list(tmp_path.iterdir()) == []
 
 
 class RunsCode:
