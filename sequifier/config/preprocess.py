@@ -24,7 +24,6 @@ MINIMUMS = {
     "n_cores": 1,
     "seed": 0,
 }
-LARGEST_INTEGER = 2**63 - 1
 MAX_WINDOW_LENGTH = 2**16  # stored windows hold a column per slot; far longer windows exhaust memory first
 PARQUET = {"pq": "parquet"}
 
@@ -161,8 +160,6 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
         value = getattr(config, key)
         if value is not None and value < minimum:
             problems.add(key, f"must be at least {minimum}, got {value}")
-        elif value is not None and value > LARGEST_INTEGER:
-            problems.add(key, f"must be at most 2**63-1 (a 64-bit integer), got {value}")
     if config.window_length > MAX_WINDOW_LENGTH:
         problems.add(
             "window_length",

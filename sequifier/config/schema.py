@@ -12,7 +12,7 @@ import typing
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from sequifier.config.typed import nested, option
+from sequifier.config.typed import LARGEST_UNSIGNED, nested, option
 
 frozen = dataclass(frozen=True, kw_only=True)
 
@@ -406,7 +406,7 @@ class TrainConfig:
     project_root: str = option(".", "folder all relative paths resolve against")
     model_name: str = option(doc="name of the model's artifacts, logs and metrics")
     device: str = option("cpu", "torch device: cpu, cuda or cuda:N")
-    seed: int = option(1010, "seed of the run's random streams")
+    seed: int = option(1010, "seed of the run's random streams", largest=LARGEST_UNSIGNED)
     skip_metadata: bool = option(False, "skip metadata checks before launching (jobs still read it)")
     additional_config_paths: tuple[str, ...] = option((), "fragments composed into this file, relative to project_root")
     global_training: GlobalTrainingConfig = option(

@@ -15,15 +15,23 @@ from sequifier.config.errors import UserError, did_you_mean
 REQUIRED = dataclasses.MISSING
 
 
+LARGEST_INTEGER = 2**63 - 1  # what numpy, torch and Arrow hold in int64
+LARGEST_UNSIGNED = 2**64 - 1  # torch's seeds
+
+
 def option(
-    default: Any = REQUIRED, doc: str = "", choices: tuple = (), aliases: Mapping[str, str | None] | None = None
+    default: Any = REQUIRED,
+    doc: str = "",
+    choices: tuple = (),
+    aliases: Mapping[str, str | None] | None = None,
+    largest: int = LARGEST_INTEGER,
 ) -> Any:
     """A config field with its one-line doc, allowed values and accepted aliases.
 
     Aliases map a spelling that established releases use onto the canonical one.
-    A mapping default is copied for every instance.
+    A mapping default is copied for every instance. An integer field holds a 64-bit integer, at most `largest`.
     """
-    metadata = {"doc": doc, "choices": tuple(choices), "aliases": dict(aliases or {})}
+    metadata = {"doc": doc, "choices": tuple(choices), "aliases": dict(aliases or {}), "largest": largest}
     if isinstance(default, list):
         raise TypeError("use a tuple as a list default")
     if default is REQUIRED:
@@ -163,6 +171,11 @@ def _convert_scalar(hint: Any, value: Any, where: str, problems: ProblemList, me
         ok = isinstance(value, bool)
     elif hint is int:
         ok = isinstance(value, int) and not isinstance(value, bool)
+        largest = metadata.get("largest", LARGEST_INTEGER)
+        if ok and not -(2**63) <= value <= largest:
+            shown = "2**63-1" if largest == LARGEST_INTEGER else "2**64-1"
+            problems.add(where, f"must be a 64-bit integer, from -2**63 to {shown}, got {value}")
+            return _INVALID
     elif hint is float:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
         value = float(value) if ok else value

@@ -42,8 +42,6 @@ def validate(data: dict[str, Any]) -> TrainConfig:
     problems.raise_if_any()
     check_device(config.device, problems)
     check_file_stems(config, problems)
-    if not -(2**63) <= config.seed < 2**64:
-        problems.add("seed", f"must be a 64-bit integer, from -2**63 to 2**64-1 (torch's seeds), got {config.seed}")
     check_model(config.model, config.global_training.context_length, problems)
     check_global_training(config, problems)
     _check_datasets(config, problems)

@@ -81,7 +81,8 @@ def _attached(spec: RunSpec) -> TrainResult:
     configured = spec.config.global_training.world_size
     if world_size != configured:
         starter = "the Submitit job" if in_submitit_job() else "torchrun"
-        logger.info("%s runs %d processes; global_training.world_size %d is ignored", starter, world_size, configured)
+        runs = "1 process" if world_size == 1 else f"{world_size} processes"
+        logger.info("%s runs %s; global_training.world_size %d is ignored", starter, runs, configured)
         spec = _with_world_size(spec, world_size)
     ranks = Ranks(this_rank(), world_size, torchrun_number("LOCAL_RANK"))
     local_world = torchrun_number("LOCAL_WORLD_SIZE") if "LOCAL_WORLD_SIZE" in os.environ else world_size
@@ -139,7 +140,9 @@ def _spawned(spec: RunSpec) -> TrainResult:
     os.environ["MASTER_PORT"] = str(free_port())
     _start_resource_tracker_deaf_to_user_signals()
     outcomes = mp.get_context("spawn").SimpleQueue()
-    logger.info("starting %d training processes on this node", world_size)
+    logger.info(
+        "starting %s on this node", "1 training process" if world_size == 1 else f"{world_size} training processes"
+    )
     try:
         with _StopsForwarded() as stops:
             ranks = _started_with_stops_held(world_size, spec, outcomes)

@@ -24,7 +24,9 @@ def rank_range(total: int, ranks: Ranks) -> tuple[int, int]:
 def check_enough_windows(total: int, ranks: Ranks, where: str) -> None:
     if total < ranks.world_size:
         raise UserError(
-            where, f"holds {total} windows for {ranks.world_size} processes; every process needs at least one"
+            where,
+            f"holds {total} window{'' if total == 1 else 's'} for {ranks.world_size} processes; every process needs at "
+            "least one",
         )
 
 

@@ -10,6 +10,7 @@ rough size is far below the machine's memory are not counted (the meta device's 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import torch
 
@@ -39,13 +40,37 @@ def training_bytes(spec: NetworkSpec) -> int:
 
 
 def _rough_bytes(spec: NetworkSpec) -> int:
-    """A quick over-estimate of the backbone's share: the meta device's first use costs a second or more."""
+    """A quick over-estimate of the network's size: the meta device's first use costs a second or more."""
     architecture = spec.backbone.architecture
-    width, hidden = architecture.dim_model, feed_forward_width(architecture)
-    per_layer = 4 * width * width + 3 * width * hidden + 4 * width
+    width = architecture.dim_model
     positions = 2 * spec.max_context_length * width
     vocabularies = _class_parameters(sum(c.n_classes for c in _columns(spec)), width)
-    return 2 * (architecture.num_layers * per_layer + positions + vocabularies) * TRAINED_BYTES_PER_PARAMETER
+    ingestions = sum(_ingestion_parameters(interface, width) for interface in spec.interfaces.values())
+    return (
+        2 * (_backbone_parameters(architecture) + positions + vocabularies + ingestions) * TRAINED_BYTES_PER_PARAMETER
+    )
+
+
+def _backbone_parameters(architecture: Any) -> int:
+    """An over-estimate of the backbone's layers' parameters."""
+    width, hidden = architecture.dim_model, feed_forward_width(architecture)
+    return architecture.num_layers * (4 * width * width + 3 * width * hidden + 4 * width)
+
+
+def _ingestion_widths(ingestion: Any) -> int:
+    """The sum of the widths an ingestion (and its branches, and a depth transformer's) is built with."""
+    widths = (ingestion.output_dim or 0) + sum((ingestion.feature_embedding_dims or {}).values())
+    if ingestion.architecture is not None:
+        widths += ingestion.architecture.dim_model + feed_forward_width(ingestion.architecture)
+    return widths + sum(_ingestion_widths(branch) for branch in (ingestion.branches or {}).values())
+
+
+def _ingestion_parameters(interface: InterfaceSpec, width: int) -> int:
+    """An over-estimate of an ingestion's parameters: each of its widths met by every other, the backbone's and each
+    class's."""
+    widths = _ingestion_widths(interface.config.ingestion)
+    classes = sum(column.n_classes for column in interface.columns.values())
+    return widths * (widths + width + classes)
 
 
 def _columns(spec: NetworkSpec) -> list[ColumnSpec]:
@@ -117,6 +142,13 @@ def check_network_fits(spec: NetworkSpec, pass_tokens: int = 0) -> None:
             f"column {largest.name!r}",
             f"{size}, most of it for the {largest.n_classes:,} classes of this column: its largest id + 1), {beyond}; "
             "give its values smaller ids (a static id map's ids are classes up to the largest) and preprocess again",
+        )
+    name, interface = max(spec.interfaces.items(), key=lambda item: _ingestion_parameters(item[1], 0))
+    if _ingestion_parameters(interface, architecture.dim_model) > _backbone_parameters(architecture):
+        raise UserError(
+            f"model.interfaces.{name}.ingestion",
+            f"{size}, most of it for this ingestion's widths: output_dim, feature_embedding_dims and those of its "
+            f"branches add up to {_ingestion_widths(interface.config.ingestion):,}), {beyond}; make them smaller",
         )
     raise UserError(
         "model.backbone.architecture",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import warnings
 from typing import Any, Callable, Iterable
 
@@ -138,8 +139,9 @@ def _stepped_stand_in(learning_rate: float, calls: dict[str, dict | None], durat
 
 def check_scheduled_learning_rates(training, durations: list[int], per_batch: bool) -> None:
     """The learning rates the scheduler gives over each duration (those the updates use, up to LR_STEPS_CHECKED
-    of them): a negative one is refused (the updates would climb the loss), one that stays at 0 to the end (or over
-    the steps checked) is warned about (the updates from then on change nothing)."""
+    of them): a negative or non-finite one is refused (the updates would climb the loss, or make the weights NaN),
+    one that stays at 0 to the end (or over the steps checked) is warned about (the updates from then on change
+    nothing)."""
     if not training.scheduler:
         return
     calls = {"optimizer": without_device_bound(training.optimizer), "scheduler": training.scheduler}
@@ -150,18 +152,22 @@ def check_scheduled_learning_rates(training, durations: list[int], per_batch: bo
             optimizer, scheduler = _stepped_stand_in(training.learning_rate, calls, duration)
             zero_since = None
             last = min(duration, LR_STEPS_CHECKED)
-            for step in range(2, last + 1):
-                try:
-                    scheduler.step()
-                except Exception:  # refused by the checks above where sequifier sets the length, else by the run
-                    last = step - 1
-                    break
+            for step in range(1, last + 1):
+                if step > 1:
+                    try:
+                        scheduler.step()
+                    except Exception:  # refused by the checks above where sequifier sets the length, else by the run
+                        last = step - 1
+                        break
                 rate = min(group["lr"] for group in optimizer.param_groups)
-                if rate < 0:
+                if rate < 0 or not math.isfinite(rate):
+                    kind, consequence = (
+                        ("negative", "climb the loss") if rate < 0 else ("non-finite", "make the weights NaN")
+                    )
                     raise UserError(
                         "global_training.scheduler",
-                        f"{training.scheduler['name']} makes the learning rate negative ({rate:.4g}) at {unit} {step} "
-                        f"of {duration}, and updates would then climb the loss; change its arguments",
+                        f"{training.scheduler['name']} makes the learning rate {kind} ({rate:.4g}) at {unit} {step} of "
+                        f"{duration}, and updates would then {consequence}; change its arguments",
                     )
                 zero_since = (zero_since or step) if rate == 0 else None
         if zero_since is not None and (zero_since < last or last == duration):

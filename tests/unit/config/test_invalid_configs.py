@@ -724,6 +724,18 @@ VALIDATION_ROWS = [
     row("seed-beyond-64-bits", {"seed": 2**64}, "seed", "must be a 64-bit integer"),
     row("seed-below-64-bits", {"seed": -(2**63) - 1}, "seed", "must be a 64-bit integer"),
     row(
+        "batch-size-beyond-64-bits",
+        {"global_training.batch_size": 10**30},
+        "global_training.batch_size",
+        f"must be a 64-bit integer, from -2**63 to 2**63-1, got {10**30}",
+    ),
+    row(
+        "embedding-width-beyond-64-bits",
+        {"model.interface.ingestion.feature_embedding_dims": {"event": 2**63, "channel": 4, "amount": 4}},
+        "model.interfaces.default.ingestion.feature_embedding_dims.event",
+        "must be a 64-bit integer, from -2**63 to 2**63-1",
+    ),
+    row(
         "shared-layers-unknown-index",
         {f"{ARCH}.shared_layer_groups": [[0, 5]]},
         f"{ARCH}.shared_layer_groups[0]",

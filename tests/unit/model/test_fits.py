@@ -66,6 +66,19 @@ def test_a_vocabulary_beyond_the_machines_memory_is_refused_naming_its_column(re
     assert refused.value.where == f"column {name!r}" and "give its values smaller ids" in refused.value.problem
 
 
+@pytest.mark.parametrize("output_dim", [10**8, 2**63 - 1])
+def test_ingestion_widths_beyond_the_machines_memory_are_refused_naming_the_ingestion(
+    output_dim, reference_project, tmp_path, monkeypatch
+):
+    config = tiny_train_config()
+    config["model"]["interface"]["ingestion"]["output_dim"] = output_dim
+    spec = resolve(canonical_config(config), run_dir=tmp_path, cwd=reference_project).network
+    monkeypatch.setattr(fits, "physical_memory", lambda: 24 * fits.GIB)
+    with pytest.raises(UserError, match=f"add up to {output_dim + 16:,}\\), more than this machine's") as refused:
+        fits.check_network_fits(spec)
+    assert refused.value.where == "model.interfaces.default.ingestion"
+
+
 def with_classes(spec, column_name: str, classes: int):
     interface_name, interface = next(iter(spec.interfaces.items()))
     columns = {**interface.columns, column_name: replace(interface.columns[column_name], n_classes=classes)}

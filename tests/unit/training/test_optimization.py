@@ -213,6 +213,24 @@ def test_a_schedule_that_turns_the_learning_rate_negative_is_refused_before_trai
 
 
 @pytest.mark.parametrize(
+    "scheduler, refused",
+    [
+        ({"name": "OneCycleLR", "max_lr": -1.0}, "makes the learning rate negative (-4e-06) at epoch 1 of 1"),
+        ({"name": "OneCycleLR", "max_lr": float("nan")}, "makes the learning rate non-finite (nan) at epoch 1 of 1"),
+        ({"name": "StepLR", "step_size": 1, "gamma": float("inf")}, "non-finite (inf) at epoch 2 of 2"),
+    ],
+    ids=["first-rate-negative", "first-rate-nan", "later-rate-infinite"],
+)
+def test_a_schedule_whose_rate_is_negative_or_not_finite_from_its_first_epoch_is_refused(scheduler, refused):
+    training = GlobalTrainingConfig(
+        context_length=4, learning_rate=0.1, optimizer={"name": "AdamW"}, scheduler=scheduler, scheduler_step_on="epoch"
+    )
+    epochs = 1 if scheduler["name"] == "OneCycleLR" else 2
+    with pytest.raises(UserError, match=re.escape(refused)):
+        OptimizationLifecycle([torch.nn.Parameter(torch.ones(3))], training, phase_epochs=[epochs], phase_steps=[6])
+
+
+@pytest.mark.parametrize(
     "reset, phase_epochs, warned",
     [(True, [3], "epoch 2 of 3"), (True, [1, 2], "epoch 2 of 2"), (False, [2], "epoch 2 of 2")],
     ids=["before-the-end", "last-epoch-of-a-phase", "last-epoch-of-the-run"],
