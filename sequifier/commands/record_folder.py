@@ -22,6 +22,7 @@ FREE_BYTES_NEEDED = 256 * 2**10  # Hydra's config files and the first lines of t
 
 
 FOLDER_KEYS = ("hydra.run.dir", "hydra.sweep.dir", "hydra.sweep.subdir")
+MADE_FOR_A_RUN: set[Path] = set()  # the record folders this process made for single runs
 
 
 def check_working_folder() -> None:
@@ -69,7 +70,27 @@ def run_folder_settings(resolved: dict[str, str]) -> tuple[str, ...]:
     if chosen is not None:
         _check_chosen(chosen, "hydra.run.dir")
         return ()
-    return (f"hydra.run.dir={hydra_quoted(str(_new_folder(Path.cwd() / 'outputs', 'hydra.run.dir')))}",)
+    folder = _new_folder(Path.cwd() / "outputs", "hydra.run.dir")
+    MADE_FOR_A_RUN.add(folder.resolve())
+    return (f"hydra.run.dir={hydra_quoted(str(folder))}",)
+
+
+def remove_unused_record(folder: Path) -> None:
+    """A record folder this process made for a run that was refused before it logged a line (its folder holds
+    Hydra's config files and empty logs only): removed, and the date and outputs folders above it where they are
+    left empty."""
+    folder = folder.resolve()
+    if folder not in MADE_FOR_A_RUN:
+        return
+    try:
+        entries = list(folder.iterdir())
+        if not all(e.name == ".hydra" or (e.suffix == ".log" and e.stat().st_size == 0) for e in entries):
+            return
+        shutil.rmtree(folder)
+        folder.parent.rmdir()
+        folder.parent.parent.rmdir()
+    except OSError:
+        pass  # kept, or the date folder holds other records
 
 
 def check_chosen_folder(resolved: dict[str, str], multirun: bool) -> None:

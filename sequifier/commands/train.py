@@ -39,6 +39,7 @@ from sequifier.commands.launcher import (
 from sequifier.commands.record_folder import (
     check_chosen_folder,
     check_working_folder,
+    remove_unused_record,
     resolved_folder_settings,
     run_folder_settings,
     sweep_folder,
@@ -379,6 +380,7 @@ def train_task(cfg: DictConfig) -> dict[str, Any]:
         problem = error if isinstance(error, UserError) else file_system_error(error, WRITTEN_BEFORE_IS_KEPT)
         if not job.multirun:
             print(error_lines(problem), file=sys.stderr)
+            remove_unused_record(job.run_dir)
             raise SystemExit(problem.exit_code) from None
         result.update(status="failed", error=str(problem), user_error=problem.exit_code == UserError.exit_code)
     except Exception as error:

@@ -173,10 +173,17 @@ def _check(config: PreprocessConfig, problems: ProblemList) -> None:
         problems.add("split_ratios", f"must be a non-empty list of positive numbers, got {list(ratios)}")
     elif abs(sum(ratios) - 1.0) > 1e-6:
         problems.add("split_ratios", f"must sum to 1, they sum to {sum(ratios):g}")
+    if not str(config.project_root).strip():
+        problems.add("project_root", "must not be empty (leave it out for the working directory)")
+    if not str(config.preprocessing_data_path).strip():
+        problems.add("preprocessing_data_path", "must not be empty; give the input file or folder of files")
     for key in ("selected_columns", "categorical_columns", "real_columns"):
         columns = getattr(config, key) or ()
         if len(set(columns)) != len(columns):
             problems.add(key, "lists a column more than once")
+        for index, column in enumerate(columns):
+            if not column:
+                problems.add(f"{key}[{index}]", "names no column (an empty name)")
     if config.selected_columns is not None and not config.selected_columns:
         problems.add(
             "selected_columns", "must list at least one feature column, or be null for all but the identifiers"

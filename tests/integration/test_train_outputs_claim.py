@@ -171,6 +171,6 @@ def test_a_record_folder_that_cannot_be_made_is_refused_and_commands_of_one_seco
         "so the run's record cannot go there"
     )
     monkeypatch.setattr(record_folder.time, "strftime", lambda form: "2026-01-01" if "Y" in form else "10-00-00")
-    first, second = (record_folder.run_folder_settings([]) for _ in range(2))
+    first, second = (record_folder.run_folder_settings({}) for _ in range(2))
     assert first != second
     assert sorted(p.name for p in (project / "outputs" / "2026-01-01").iterdir()) == ["10-00-00", "10-00-00-2"]

@@ -196,6 +196,27 @@ def test_a_record_folder_chosen_through_an_interpolation_is_checked_where_it_res
     )
 
 
+@pytest.mark.parametrize(
+    "refused_in_the_job",
+    [
+        ["model.interface.ingestion.feature_embedding_dims={event: 0, channel: 4, amount: 4}"],
+        ["global_training/scheduler=step", "global_training.scheduler.gamma=-1", "training_plan.epochs=2"],
+    ],
+    ids=["embedding-width-against-the-data", "scheduled-learning-rate"],
+)
+def test_a_run_refused_before_it_logs_leaves_no_record_folder(refused_in_the_job, project, capsys):
+    (project / "outputs" / "2000-01-01" / "00-00-00").mkdir(parents=True)  # an earlier run's record stays
+    with pytest.raises(SystemExit) as ended:  # raised inside the job, as the command line's exit takes it
+        cli.main(["train", *refused_in_the_job])
+    line = capsys.readouterr().err.strip().splitlines()[-1]
+    assert ended.value.code == 2
+    assert line.startswith(("error: model.interfaces.default.ingestion", "error: global_training.scheduler"))
+    assert [p.relative_to(project).as_posix() for p in (project / "outputs").rglob("*")] == [
+        "outputs/2000-01-01",
+        "outputs/2000-01-01/00-00-00",
+    ]
+
+
 def test_a_record_folder_chosen_again_takes_the_next_record(project, capsys):
     arguments = ["hydra.run.dir=runs/same", "training_plan.epochs=1", "--quiet"]
     assert cli.main(["train", *arguments]) == 0

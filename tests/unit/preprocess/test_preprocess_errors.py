@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import os
+import re
 import signal
 from pathlib import Path
 
@@ -983,7 +984,24 @@ def test_a_path_of_a_wrong_type_is_described_in_yamls_words(field, tmp_path, mon
 def test_an_integer_beyond_64_bits_is_refused(field, tmp_path, monkeypatch):
     config_path = build_project(tmp_path, {field: 2**63}, ONLY_DATA, None)
     monkeypatch.chdir(tmp_path)
-    with pytest.raises(UserError, match=f"^{field}: must be at most 2\\*\\*63-1 .* got {2**63}$"):
+    with pytest.raises(
+        UserError, match=f"^{field}: must be a 64-bit integer, from -2\\*\\*63 to 2\\*\\*63-1, got {2**63}$"
+    ):
+        load_preprocess_config(config_path)
+
+
+@pytest.mark.parametrize(
+    "changes, refused",
+    [
+        ({"project_root": ""}, "project_root: must not be empty (leave it out for the working directory)"),
+        ({"preprocessing_data_path": " "}, "preprocessing_data_path: must not be empty; give the input file or"),
+        ({"selected_columns": ["event", ""]}, "selected_columns[1]: names no column (an empty name)"),
+    ],
+)
+def test_an_empty_path_or_column_name_is_refused(changes, refused, tmp_path, monkeypatch):
+    config_path = build_project(tmp_path, changes, ONLY_DATA, None)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=f"^{re.escape(refused)}"):
         load_preprocess_config(config_path)
 
 
