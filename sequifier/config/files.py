@@ -107,6 +107,9 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
             "written ${path.to.field}, and a '${' meant as text is written \\${",
         ) from None
     except OmegaConfBaseException as error:
+        unusable = _unusable_key(text)
+        if unusable is not None:
+            raise UserError(str(path), unusable) from None
         raise UserError(str(path), "is not valid YAML: " + " ".join(str(error).split())) from None
     if not isinstance(data, DictConfig):
         raise UserError(str(path), "must contain a mapping of fields at the top level")
@@ -114,6 +117,31 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
         return OmegaConf.to_container(data, resolve=resolve)
     except OmegaConfBaseException as error:
         raise UserError(str(path), "cannot resolve interpolation: " + " ".join(str(error).split())) from None
+
+
+def _unusable_key(text: str) -> str | None:
+    """Where a mapping's key is null (an unquoted `~` or `null`, or nothing before the colon), a list or a mapping:
+    no config field can be named so."""
+    unusable = {
+        "tag:yaml.org,2002:null": "null",
+        "tag:yaml.org,2002:seq": "a list",
+        "tag:yaml.org,2002:map": "a mapping",
+    }
+    nodes = [yaml.compose(text, Loader=yaml.SafeLoader)]
+    while nodes:
+        node = nodes.pop()
+        if isinstance(node, yaml.MappingNode):
+            for key, value in node.value:
+                if key.tag in unusable:
+                    return (
+                        f"YAML error at line {key.start_mark.line + 1}, column {key.start_mark.column + 1}: a key is "
+                        f"{unusable[key.tag]}, which names no field; write the field's name (quote a key meant as "
+                        "text: '~')"
+                    )
+                nodes.append(value)
+        elif isinstance(node, yaml.SequenceNode):
+            nodes.extend(node.value)
+    return None
 
 
 def _yaml_syntax_problem(error: yaml.YAMLError) -> str:

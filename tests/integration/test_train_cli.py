@@ -53,10 +53,13 @@ def test_skip_metadata_defers_metadata_checks_to_the_job(reference_project: Path
     checked = run_sequifier(["train"], reference_project)
     assert checked.returncode == 2 and "metadata_config_path" in checked.stderr
     assert not (reference_project / "outputs").exists()
-    deferred = run_sequifier(["train", "--skip-metadata"], reference_project)
+    deferred = run_sequifier(["train", "--skip-metadata", "hydra.run.dir=record"], reference_project)
     assert deferred.returncode == 2 and "metadata_config_path" in deferred.stderr
     assert "Traceback" not in deferred.stderr
-    assert (reference_project / "outputs").exists()
+    assert (reference_project / "record" / ".hydra").is_dir()  # the job ran (a folder chosen by hand stays)
+    assert not (reference_project / "outputs").exists()
+    assert run_sequifier(["train", "--skip-metadata"], reference_project).returncode == 2
+    assert not (reference_project / "outputs").exists()  # the folder made for the refused job is removed
 
 
 def test_an_invalid_choice_is_refused_before_training(reference_project: Path):

@@ -69,6 +69,12 @@ def test_syntax_error_names_line_and_column(tmp_path):
     assert problem.startswith("YAML syntax error at line 3, column 2:")
 
 
+@pytest.mark.parametrize("key", ["~", "null"])
+def test_a_null_key_names_its_line_and_how_to_write_it_as_text(key, tmp_path):
+    problem = problem_of(write(tmp_path, f"a: 1\nb:\n  - c: {{d: 2, {key}: 3}}\n"))
+    assert problem.startswith("YAML error at line 3, column 15: a key is null, which names no field; write the field")
+
+
 def test_duplicate_key_names_its_line(tmp_path):
     problem = problem_of(write(tmp_path, "a: 1\nb: 2\na: 3\n"))
     assert problem.startswith("YAML syntax error at line 3")
