@@ -120,23 +120,17 @@ def read_yaml_mapping(path: Path, resolve: bool = True) -> dict[str, Any]:
 
 
 def _unusable_key(text: str) -> str | None:
-    """Where a mapping's key is null (an unquoted `~` or `null`, or nothing before the colon), a list or a mapping:
-    no config field can be named so."""
-    unusable = {
-        "tag:yaml.org,2002:null": "null",
-        "tag:yaml.org,2002:seq": "a list",
-        "tag:yaml.org,2002:map": "a mapping",
-    }
+    """Where a mapping's key is null (an unquoted `~` or `null`, or nothing before the colon): no config field can be
+    named so. (A list or mapping as a key is refused by YAML's own loader before.)"""
     nodes = [yaml.compose(text, Loader=yaml.SafeLoader)]
     while nodes:
         node = nodes.pop()
         if isinstance(node, yaml.MappingNode):
             for key, value in node.value:
-                if key.tag in unusable:
+                if key.tag == "tag:yaml.org,2002:null":
                     return (
                         f"YAML error at line {key.start_mark.line + 1}, column {key.start_mark.column + 1}: a key is "
-                        f"{unusable[key.tag]}, which names no field; write the field's name (quote a key meant as "
-                        "text: '~')"
+                        "null, which names no field; write the field's name (quote a key meant as text: '~')"
                     )
                 nodes.append(value)
         elif isinstance(node, yaml.SequenceNode):

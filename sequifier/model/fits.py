@@ -10,12 +10,12 @@ rough size is far below the machine's memory are not counted (the meta device's 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import torch
 
 from sequifier.config.errors import UserError
 from sequifier.config.network import ColumnSpec, InterfaceSpec, NetworkSpec
+from sequifier.config.schema import ArchitectureConfig, IngestionConfig
 from sequifier.machine_memory import GIB, physical_memory
 from sequifier.model.layers import feed_forward_width
 
@@ -51,13 +51,13 @@ def _rough_bytes(spec: NetworkSpec) -> int:
     )
 
 
-def _backbone_parameters(architecture: Any) -> int:
+def _backbone_parameters(architecture: ArchitectureConfig) -> int:
     """An over-estimate of the backbone's layers' parameters."""
     width, hidden = architecture.dim_model, feed_forward_width(architecture)
     return architecture.num_layers * (4 * width * width + 3 * width * hidden + 4 * width)
 
 
-def _ingestion_widths(ingestion: Any) -> int:
+def _ingestion_widths(ingestion: IngestionConfig) -> int:
     """The sum of the widths an ingestion (and its branches, and a depth transformer's) is built with."""
     widths = (ingestion.output_dim or 0) + sum((ingestion.feature_embedding_dims or {}).values())
     if ingestion.architecture is not None:
